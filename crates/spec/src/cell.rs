@@ -1,0 +1,109 @@
+//! Expansion of a spec into cells: one cell is one test, one result file, one table row.
+
+use crate::model::{Runner, ScenarioKind, Spec, Target, TransportKind, WakeMode};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Test names starting with this group are the harness's own fault-injection tests,
+/// so no scenario may use it as a name.
+pub const CELL_GROUP_FAULT: &str = "fault";
+
+/// Everything needed to run and label one measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// Stable, readable test name: `<scenario>::<transport[-wake]>::<payload>`.
+    pub id: String,
+    pub scenario: String,
+    pub kind: ScenarioKind,
+    pub transport: TransportKind,
+    pub wake: Option<WakeMode>,
+    pub payload_bytes: u64,
+    pub payload_label: String,
+    pub iterations: u64,
+    pub warmup: u64,
+    pub timeout: Duration,
+    pub max_loss: f64,
+    pub seed: u64,
+    pub profile: String,
+}
+
+impl Cell {
+    /// The transport as named in cell ids: `shm-busy`, `shm-blocking`, `tcp`, ...
+    pub fn transport_label(&self) -> String {
+        match self.wake {
+            Some(wake) => format!("{}-{}", self.transport, wake.short()),
+            None => self.transport.to_string(),
+        }
+    }
+}
+
+impl Spec {
+    pub fn profile_names(&self) -> Vec<&str> {
+        self.profiles.keys().map(String::as_str).collect()
+    }
+
+    /// The declared target for a triple and runner, if any.
+    pub fn target(&self, triple: &str, runner: Runner) -> Option<&Target> {
+        self.targets
+            .iter()
+            .find(|t| t.triple == triple && t.runner == runner)
+    }
+
+    /// Every cell of a profile, in document order.
+    pub fn cells(&self, profile: &str) -> Result<Vec<Cell>, String> {
+        let overrides = &self
+            .profiles
+            .get(profile)
+            .ok_or_else(|| {
+                format!(
+                    "no profile is named `{profile}`; the profiles are: {}",
+                    self.profile_names().join(", ")
+                )
+            })?
+            .scenarios;
+        let mut cells = Vec::new();
+        for scenario in &self.scenarios {
+            let o = overrides.get(&scenario.name).cloned().unwrap_or_default();
+            let payloads = o.payloads.unwrap_or_else(|| scenario.payloads.clone());
+            let iterations = o.iterations.unwrap_or(scenario.iterations).get();
+            let warmup = o.warmup.unwrap_or(scenario.warmup);
+            let timeout = o.timeout.unwrap_or(scenario.timeout).get();
+            for &transport in &scenario.transports {
+                let wakes: Vec<Option<WakeMode>> = match transport {
+                    TransportKind::Shm if scenario.wake.is_empty() => {
+                        vec![Some(WakeMode::Blocking), Some(WakeMode::BusyPoll)]
+                    }
+                    TransportKind::Shm => scenario.wake.iter().copied().map(Some).collect(),
+                    _ => vec![None],
+                };
+                for wake in wakes {
+                    for payload in &payloads {
+                        let mut cell = Cell {
+                            id: String::new(),
+                            scenario: scenario.name.clone(),
+                            kind: scenario.kind,
+                            transport,
+                            wake,
+                            payload_bytes: payload.bytes(),
+                            payload_label: payload.label().to_string(),
+                            iterations,
+                            warmup,
+                            timeout,
+                            max_loss: scenario.max_loss,
+                            seed: self.seed,
+                            profile: profile.to_string(),
+                        };
+                        cell.id = format!(
+                            "{}::{}::{}",
+                            cell.scenario,
+                            cell.transport_label(),
+                            cell.payload_label
+                        );
+                        cells.push(cell);
+                    }
+                }
+            }
+        }
+        Ok(cells)
+    }
+}

@@ -1,0 +1,21 @@
+//! The `matrix.yaml` model.
+//!
+//! The path of a document through this crate:
+//! `load` (parse, unknown keys refused, leaf values checked where they are read)
+//! -> `validate` (rules that span fields, each error located at its node)
+//! -> [`Spec::cells`] (one [`Cell`] per test for a profile).
+
+mod cell;
+mod error;
+mod locate;
+mod model;
+mod units;
+mod validate;
+
+pub use cell::{Cell, CELL_GROUP_FAULT};
+pub use error::{SpecError, SpecErrors};
+pub use model::{
+    Overrides, Profile, Runner, Scenario, ScenarioKind, Spec, Target, TransportKind, WakeMode,
+    SCHEMA_VERSION,
+};
+pub use units::{ByteSize, Count, DurationSpec, UDP_MAX_PAYLOAD};

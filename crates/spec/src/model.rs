@@ -1,0 +1,184 @@
+//! The serde model of matrix.yaml, schema version 1. Unknown keys are errors everywhere.
+
+use crate::units::{ByteSize, Count, DurationSpec};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The one schema version this build reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A whole matrix.yaml, as written (before profile overrides are applied).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    pub version: u32,
+    /// Seed of the deterministic payload bytes; the same seed gives the same bytes on every CPU.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    pub targets: Vec<Target>,
+    pub profiles: BTreeMap<String, Profile>,
+    pub scenarios: Vec<Scenario>,
+}
+
+fn default_seed() -> u64 {
+    0x1bc_3a7e_2026
+}
+
+/// One leg of the matrix: a CPU target and how its binaries run here.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    pub triple: String,
+    pub runner: Runner,
+    /// A failing leg blocks a merge (the GitHub job is required) when true.
+    pub blocks_merge: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Runner {
+    /// The binary runs on a CPU of its own architecture.
+    Native,
+    /// The binary runs under QEMU user-mode emulation; its timings measure the emulator.
+    Qemu,
+}
+
+impl Runner {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Runner::Native => "native",
+            Runner::Qemu => "qemu",
+        }
+    }
+}
+
+impl fmt::Display for Runner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A named set of overrides, e.g. `quick` (small counts) or `full` (the seeds' parameters).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub description: String,
+    /// Overrides keyed by scenario name.
+    #[serde(default)]
+    pub scenarios: BTreeMap<String, Overrides>,
+}
+
+/// The scenario fields a profile may change.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Overrides {
+    pub payloads: Option<Vec<ByteSize>>,
+    pub iterations: Option<Count>,
+    pub warmup: Option<u64>,
+    pub timeout: Option<DurationSpec>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScenarioKind {
+    /// Round-trip latency of small messages.
+    Echo,
+    /// Round trips of large messages; reports throughput as well as time per round trip.
+    Bulk,
+}
+
+impl ScenarioKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScenarioKind::Echo => "echo",
+            ScenarioKind::Bulk => "bulk",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransportKind {
+    /// Shared memory segment (`shared_memory` crate) with a ring per direction.
+    Shm,
+    /// Local socket (`interprocess`; a Unix domain socket on Linux).
+    Local,
+    /// TCP over 127.0.0.1.
+    Tcp,
+    /// UDP over 127.0.0.1; one message per datagram.
+    Udp,
+}
+
+impl TransportKind {
+    pub const ALL: [TransportKind; 4] = [
+        TransportKind::Shm,
+        TransportKind::Local,
+        TransportKind::Tcp,
+        TransportKind::Udp,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransportKind::Shm => "shm",
+            TransportKind::Local => "local",
+            TransportKind::Tcp => "tcp",
+            TransportKind::Udp => "udp",
+        }
+    }
+}
+
+impl fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a waiting side learns that the other side has written: applies to shared memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WakeMode {
+    /// Sleep in the kernel (futex) until woken.
+    Blocking,
+    /// Spin on the shared counter; costs a core, saves the wake-up.
+    BusyPoll,
+}
+
+impl WakeMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WakeMode::Blocking => "blocking",
+            WakeMode::BusyPoll => "busy-poll",
+        }
+    }
+
+    /// The short form used in cell names (`shm-busy`).
+    pub fn short(self) -> &'static str {
+        match self {
+            WakeMode::Blocking => "blocking",
+            WakeMode::BusyPoll => "busy",
+        }
+    }
+}
+
+/// One family of cells: a kind of measurement over some transports and payload sizes.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    pub kind: ScenarioKind,
+    pub transports: Vec<TransportKind>,
+    /// Wake modes for `shm`; both when omitted. Refused when shm is not among the transports.
+    #[serde(default)]
+    pub wake: Vec<WakeMode>,
+    pub payloads: Vec<ByteSize>,
+    pub iterations: Count,
+    /// Round trips done before measuring; not counted.
+    #[serde(default)]
+    pub warmup: u64,
+    /// Deadline of one round trip; a reply later than this fails the cell (UDP: is lost).
+    pub timeout: DurationSpec,
+    /// UDP only: the share of datagrams that may be lost before the cell fails (0.0 ..= 1.0).
+    #[serde(default)]
+    pub max_loss: f64,
+}

@@ -1,0 +1,133 @@
+//! matrix.yaml in, cells or located errors out.
+
+use ipc_matrix_spec::{Spec, SpecErrors};
+use std::path::Path;
+
+const GOOD: &str = r#"
+version: 1
+targets:
+  - { triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }
+profiles:
+  quick:
+    description: small
+    scenarios:
+      echo: { iterations: 5 }
+scenarios:
+  - name: echo
+    kind: echo
+    transports: [shm, tcp, udp]
+    payloads: [200B, 60KB]
+    iterations: 1000
+    warmup: 10
+    timeout: 2s
+"#;
+
+fn errors(text: &str) -> SpecErrors {
+    Spec::parse(text, Path::new("m.yaml")).expect_err("document should be refused")
+}
+
+#[test]
+fn the_repository_matrix_loads_and_expands() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../matrix.yaml");
+    let spec = Spec::load(&file).unwrap_or_else(|e| panic!("{e}"));
+    for profile in ["quick", "full"] {
+        let cells = spec.cells(profile).unwrap();
+        assert!(!cells.is_empty());
+        let ids: std::collections::HashSet<_> = cells.iter().map(|c| &c.id).collect();
+        assert_eq!(ids.len(), cells.len(), "cell ids repeat in {profile}");
+    }
+    let full = spec.cells("full").unwrap();
+    let echo = full.iter().find(|c| c.id == "echo::tcp::200B").unwrap();
+    assert_eq!((echo.payload_bytes, echo.iterations), (200, 1000));
+    let bulk = full.iter().find(|c| c.id == "bulk::shm-busy::100MB").unwrap();
+    assert_eq!((bulk.payload_bytes, bulk.iterations), (100_000_000, 100));
+}
+
+#[test]
+fn profiles_override_and_shm_expands_into_wake_modes() {
+    let spec = Spec::parse(GOOD, Path::new("m.yaml")).unwrap();
+    let cells = spec.cells("quick").unwrap();
+    let ids: Vec<_> = cells.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "echo::shm-blocking::200B",
+            "echo::shm-blocking::60KB",
+            "echo::shm-busy::200B",
+            "echo::shm-busy::60KB",
+            "echo::tcp::200B",
+            "echo::tcp::60KB",
+            "echo::udp::200B",
+            "echo::udp::60KB",
+        ]
+    );
+    assert!(cells.iter().all(|c| c.iterations == 5 && c.warmup == 10));
+    let err = spec.cells("full").unwrap_err();
+    assert!(err.contains("profiles are: quick"), "{err}");
+}
+
+#[test]
+fn unknown_keys_are_located() {
+    let text = GOOD.replace("    warmup: 10\n", "    warmup: 10\n    colour: red\n");
+    let e = &errors(&text).0[0];
+    assert!(e.message.contains("unknown field `colour`"), "{e}");
+    assert!(e.message.contains("scenarios[0]"), "{e}");
+    assert_eq!(e.location.map(|l| l.0), Some(17), "{e}");
+}
+
+#[test]
+fn bad_sizes_and_zero_counts_are_refused_where_they_are() {
+    let e = &errors(&GOOD.replace("[200B, 60KB]", "[200B, 64 parsecs]")).0[0];
+    assert!(e.to_string().starts_with("m.yaml:14:22: "), "{e}");
+    assert_eq!(e.path, "scenarios[0].payloads[1]", "{e}");
+    assert!(e.message.contains("like 200B"), "{e}");
+
+    let e = &errors(&GOOD.replace("iterations: 1000", "iterations: 0")).0[0];
+    assert!(e.message.contains("scenarios[0].iterations"), "{e}");
+    assert!(e.message.contains("use 1 or more"), "{e}");
+}
+
+#[test]
+fn udp_payloads_over_one_datagram_are_refused_with_their_path() {
+    let all = errors(&GOOD.replace("60KB]", "65508B]"));
+    let e = &all.0[0];
+    assert_eq!(e.path, "scenarios[0].payloads[1]");
+    assert_eq!(e.location, Some((14, 22)));
+    assert!(e.message.contains("at most 65507 B"), "{e}");
+
+    // The same rule holds for a profile's override.
+    let text = GOOD.replace("{ iterations: 5 }", "{ iterations: 5, payloads: [1MB] }");
+    let e = &errors(&text).0[0];
+    assert_eq!(e.path, "profiles.quick.scenarios.echo.payloads[0]");
+    assert_eq!(e.location.map(|l| l.0), Some(9));
+}
+
+#[test]
+fn cross_field_rules_report_every_problem() {
+    let text = GOOD
+        .replace("version: 1", "version: 7")
+        .replace("[shm, tcp, udp]", "[tcp, tcp]")
+        .replace("    warmup: 10\n", "    warmup: 10\n    wake: [busy-poll]\n")
+        .replace("echo: { iterations: 5 }", "ehco: { iterations: 5 }");
+    let all = errors(&text);
+    let paths: Vec<_> = all.0.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "version",
+            "profiles.quick.scenarios.ehco",
+            "scenarios[0].transports[1]",
+            "scenarios[0].wake"
+        ],
+        "{all}"
+    );
+    assert!(all.0.iter().all(|e| e.location.is_some()), "{all}");
+    assert!(all.to_string().contains("the scenarios are: echo"), "{all}");
+}
+
+#[test]
+fn unknown_enum_values_say_what_is_accepted() {
+    let e = &errors(&GOOD.replace("[shm, tcp, udp]", "[shm, carrier-pigeon]")).0[0];
+    assert!(e.message.contains("unknown variant `carrier-pigeon`"), "{e}");
+    assert!(e.message.contains("`local`"), "{e}");
+}
