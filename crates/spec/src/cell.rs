@@ -67,7 +67,7 @@ impl Spec {
             let payloads = o.payloads.unwrap_or_else(|| scenario.payloads.clone());
             let iterations = o.iterations.unwrap_or(scenario.iterations).get();
             let warmup = o.warmup.unwrap_or(scenario.warmup);
-            let timeout = o.timeout.unwrap_or(scenario.timeout).get();
+            let timeout = o.timeout.as_ref().unwrap_or(&scenario.timeout).get();
             for &transport in &scenario.transports {
                 let wakes: Vec<Option<WakeMode>> = match transport {
                     TransportKind::Shm if scenario.wake.is_empty() => {

@@ -1,7 +1,7 @@
 //! Leaf values of matrix.yaml that carry units: sizes, counts, durations.
 //! Each refuses a bad value while it is being read, so the error gets its line:column.
 
-use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::{fmt, time::Duration};
 
 /// The largest payload one UDP datagram carries over IPv4 (65535 - 8 - 20).
@@ -89,35 +89,32 @@ impl Serialize for ByteSize {
     }
 }
 
-/// A count that must be at least 1 (iterations, messages).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// A count that must be at least 1 (iterations, messages); validation refuses 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Count(u64);
 
 impl Count {
     pub fn get(self) -> u64 {
         self.0
     }
-}
-
-impl<'de> Deserialize<'de> for Count {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let n = u64::deserialize(d)?;
-        if n == 0 {
-            return Err(de::Error::custom(
-                "a count of 0 measures nothing; use 1 or more",
-            ));
-        }
-        Ok(Count(n))
+    /// Why the count cannot be used, if it cannot.
+    pub fn invalid(self) -> Option<&'static str> {
+        (self.0 == 0).then_some("a count of 0 measures nothing; use 1 or more")
     }
 }
 
-/// A duration such as `500ms`, `5s`, `2m`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DurationSpec(Duration);
+/// A duration such as `500ms`, `5s`, `2m`. Like [`ByteSize`], bad text is kept for
+/// validation to report at its exact path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DurationSpec(Result<Duration, String>);
 
 impl DurationSpec {
-    pub fn get(self) -> Duration {
-        self.0
+    /// The duration; validated specs only hold valid ones.
+    pub fn get(&self) -> Duration {
+        self.0.clone().unwrap_or_default()
+    }
+    pub fn invalid(&self) -> Option<&str> {
+        self.0.as_ref().err().map(String::as_str)
     }
 
     pub fn parse(text: &str) -> Result<Self, String> {
@@ -137,14 +134,14 @@ impl DurationSpec {
                 "`{text}` must be more than zero and less than a day"
             ));
         }
-        Ok(Self(Duration::from_secs_f64(seconds)))
+        Ok(Self(Ok(Duration::from_secs_f64(seconds))))
     }
 }
 
 impl<'de> Deserialize<'de> for DurationSpec {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d)?;
-        DurationSpec::parse(&text).map_err(de::Error::custom)
+        Ok(DurationSpec::parse(&text).unwrap_or_else(|why| DurationSpec(Err(why))))
     }
 }
 

@@ -126,6 +126,17 @@ impl Spec {
                     ));
                     continue;
                 };
+                let mut field = |name: &str| {
+                    let mut path = at.clone();
+                    path.push(key(name));
+                    path
+                };
+                if let Some(why) = overrides.iterations.and_then(|c| c.invalid()) {
+                    out.push((field("iterations"), why.into()));
+                }
+                if let Some(why) = overrides.timeout.as_ref().and_then(|t| t.invalid()) {
+                    out.push((field("timeout"), why.into()));
+                }
                 if let Some(payloads) = &overrides.payloads {
                     let mut payload_path = at.clone();
                     payload_path.push(key("payloads"));
@@ -190,6 +201,12 @@ impl Spec {
                 at("payloads"),
                 &mut out,
             );
+            if let Some(why) = scenario.iterations.invalid() {
+                out.push((at("iterations"), why.into()));
+            }
+            if let Some(why) = scenario.timeout.invalid() {
+                out.push((at("timeout"), why.into()));
+            }
             if !(0.0..=1.0).contains(&scenario.max_loss) {
                 out.push((
                     at("max_loss"),

@@ -83,7 +83,8 @@ fn bad_sizes_and_zero_counts_are_refused_where_they_are() {
     assert!(e.message.contains("like 200B"), "{e}");
 
     let e = &errors(&GOOD.replace("iterations: 1000", "iterations: 0")).0[0];
-    assert!(e.message.contains("scenarios[0].iterations"), "{e}");
+    assert_eq!(e.path, "scenarios[0].iterations", "{e}");
+    assert_eq!(e.location, Some((15, 17)), "{e}");
     assert!(e.message.contains("use 1 or more"), "{e}");
 }
 
@@ -123,6 +124,14 @@ fn cross_field_rules_report_every_problem() {
     );
     assert!(all.0.iter().all(|e| e.location.is_some()), "{all}");
     assert!(all.to_string().contains("the scenarios are: echo"), "{all}");
+}
+
+#[test]
+fn bad_durations_in_profiles_are_located() {
+    let text = GOOD.replace("{ iterations: 5 }", "{ iterations: 5, timeout: soon }");
+    let e = &errors(&text).0[0];
+    assert_eq!(e.path, "profiles.quick.scenarios.echo.timeout", "{e}");
+    assert!(e.message.contains("like 500ms"), "{e}");
 }
 
 #[test]
