@@ -126,7 +126,7 @@ impl Spec {
                     ));
                     continue;
                 };
-                let mut field = |name: &str| {
+                let field = |name: &str| {
                     let mut path = at.clone();
                     path.push(key(name));
                     path

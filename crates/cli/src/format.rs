@@ -1,0 +1,72 @@
+//! Human-readable numbers and the summary table.
+
+use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell as TableCell, CellAlignment, Table};
+use ipc_matrix_report::CellResult;
+
+/// `850ns`, `12.3us`, `4.56ms`, `1.23s`.
+pub fn nanos(ns: u64) -> String {
+    let ns = ns as f64;
+    if ns < 1e3 {
+        format!("{ns:.0}ns")
+    } else if ns < 1e6 {
+        format!("{:.1}us", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.2}ms", ns / 1e6)
+    } else {
+        format!("{:.2}s", ns / 1e9)
+    }
+}
+
+/// One line per finished cell: verdict, id, and the headline numbers.
+pub fn verdict_line(result: &CellResult) -> String {
+    let id = &result.cell.id;
+    match (&result.outcome.failure, &result.latency_ns) {
+        (Some(failure), _) => format!("FAIL {id}: {}", failure.reason),
+        (None, Some(l)) => {
+            let mut line = format!(
+                "PASS {id}  p50 {}  p99 {}  max {}",
+                nanos(l.p50),
+                nanos(l.p99),
+                nanos(l.max)
+            );
+            if let Some(t) = result.throughput.filter(|_| result.cell.payload_bytes >= 1 << 20) {
+                line.push_str(&format!("  {:.0} MB/s", t.mb_per_s));
+            }
+            if result.lost > 0 {
+                line.push_str(&format!("  lost {}", result.lost));
+            }
+            line
+        }
+        (None, None) => format!("PASS {id}"),
+    }
+}
+
+pub fn summary_table(results: &[CellResult]) -> Table {
+    let mut table = Table::new();
+    table.load_style(UTF8_FULL_CONDENSED);
+    table.set_header([
+        "cell", "result", "p50", "p90", "p99", "p99.9", "max", "mean", "round trips/s", "MB/s",
+        "Mbit/s", "lost",
+    ]);
+    for r in results {
+        let l = r.latency_ns;
+        let t = r.throughput;
+        let cell = |s: String| TableCell::new(s).set_alignment(CellAlignment::Right);
+        let or_dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+        table.add_row(vec![
+            TableCell::new(&r.cell.id),
+            TableCell::new(if r.outcome.passed { "pass" } else { "FAIL" }),
+            cell(or_dash(l.map(|l| nanos(l.p50)))),
+            cell(or_dash(l.map(|l| nanos(l.p90)))),
+            cell(or_dash(l.map(|l| nanos(l.p99)))),
+            cell(or_dash(l.map(|l| nanos(l.p999)))),
+            cell(or_dash(l.map(|l| nanos(l.max)))),
+            cell(or_dash(l.map(|l| nanos(l.mean as u64)))),
+            cell(or_dash(r.round_trips_per_sec.map(|v| format!("{v:.0}")))),
+            cell(or_dash(t.map(|t| format!("{:.1}", t.mb_per_s)))),
+            cell(or_dash(t.map(|t| format!("{:.1}", t.mbit_per_s)))),
+            cell(r.lost.to_string()),
+        ]);
+    }
+    table
+}

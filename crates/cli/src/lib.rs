@@ -1,0 +1,52 @@
+//! What the two front doors share: where the matrix and the results are, running a cell
+//! and storing its result, and the one-line verdict printed for it.
+
+pub mod format;
+
+use ipc_matrix_report::{write_result, CellResult};
+use ipc_matrix_scenario::{run_cell, RunOptions};
+use ipc_matrix_spec::Cell;
+use std::path::{Path, PathBuf};
+
+/// Exit codes of the `ipc-matrix` binary and the test harness.
+pub mod exit_code {
+    pub const OK: u8 = 0;
+    /// At least one cell failed.
+    pub const CELL_FAILED: u8 = 1;
+    /// Bad command line or matrix file.
+    pub const USAGE: u8 = 2;
+    /// The selection matched no cell.
+    pub const NO_CELLS: u8 = 4;
+}
+
+/// Where results go unless told otherwise: `<target dir>/ipc-matrix`.
+pub fn default_out_dir(workspace: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace.join("target"))
+        .join("ipc-matrix")
+}
+
+/// What happened to a cell's result file.
+pub enum Stored {
+    At(PathBuf),
+    /// Unoptimized builds measure the compiler's debug code, not the transport.
+    NotOptimized,
+    Failed(std::io::Error),
+}
+
+/// Runs one cell and stores its result (passed or failed: a failure is a result too).
+pub fn run_and_store(cell: &Cell, options: &RunOptions, out: &Path) -> (CellResult, Stored) {
+    // Leftovers of crashed runs would otherwise pile up; live runs' files are kept.
+    ipc_matrix_transport::remove_stale_artifacts();
+    let result = run_cell(cell, options);
+    let stored = if result.environment.is_optimized() {
+        match write_result(out, &result) {
+            Ok(path) => Stored::At(path),
+            Err(e) => Stored::Failed(e),
+        }
+    } else {
+        Stored::NotOptimized
+    };
+    (result, stored)
+}

@@ -1,0 +1,12 @@
+//! What a cell's run leaves behind: one versioned JSON document per cell, in one folder
+//! per leg (`<out>/<triple>@<runner>/cells/`), with the environment it came from.
+
+mod environment;
+mod schema;
+mod store;
+
+pub use environment::{Environment, RUNNER_ENV};
+pub use schema::{
+    CellResult, Failure, FailureKind, LatencyStats, Outcome, Throughput, RESULT_SCHEMA_VERSION,
+};
+pub use store::{cell_file_name, leg_dir, leg_name, read_results, write_result};

@@ -1,0 +1,86 @@
+//! The result schema. One serde struct is the export format; bump
+//! [`RESULT_SCHEMA_VERSION`] on any change a reader would notice.
+
+use ipc_matrix_spec::Cell;
+use serde::{Deserialize, Serialize};
+
+use crate::Environment;
+
+pub const RESULT_SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CellResult {
+    pub schema_version: u32,
+    /// `<triple>@<runner>`, e.g. `x86_64-unknown-linux-gnu@native`.
+    pub leg: String,
+    pub cell: Cell,
+    pub outcome: Outcome,
+    /// Round trips that were timed (warm-up excluded) and answered.
+    pub measured_round_trips: u64,
+    /// Requests whose reply never came (UDP only; other transports fail instead).
+    pub lost: u64,
+    /// Percentiles of the round-trip time; absent when nothing was measured.
+    pub latency_ns: Option<LatencyStats>,
+    pub round_trips_per_sec: Option<f64>,
+    /// Payload bytes moved per second, counting the request and the reply.
+    pub throughput: Option<Throughput>,
+    /// Wall time of the whole cell, peer start-up and checks included.
+    pub wall_seconds: f64,
+    pub finished_at_unix: u64,
+    pub environment: Environment,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Outcome {
+    pub passed: bool,
+    pub failure: Option<Failure>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    pub kind: FailureKind,
+    /// 0-based index of the round trip, warm-up included, when the failure belongs to one.
+    pub round_trip: Option<u64>,
+    pub reason: String,
+}
+
+/// What went wrong, for tools and tests to act on without parsing prose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureKind {
+    /// The peer process could not be started or connected.
+    Setup,
+    /// A reply of the right length with different bytes.
+    Mismatch,
+    /// A reply shorter or longer than the request.
+    Length,
+    /// No reply before the deadline (or, for UDP, too many lost).
+    Timeout,
+    /// The peer process exited or closed the channel.
+    PeerGone,
+    /// The peer sent something that is not a valid frame.
+    Protocol,
+    /// The peer did not shut down cleanly after the run.
+    Shutdown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyStats {
+    pub count: u64,
+    pub min: u64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+    pub mean: f64,
+    pub stdev: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    /// Megabytes (10^6 bytes) per second.
+    pub mb_per_s: f64,
+    /// Megabits (10^6 bits) per second.
+    pub mbit_per_s: f64,
+}

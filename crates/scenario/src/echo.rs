@@ -1,0 +1,266 @@
+//! The echo scenario (`echo` and `bulk` kinds): request, reply, compare, time.
+
+use crate::fault::Fault;
+use crate::measure::Recorder;
+use crate::payload::Payload;
+use crate::peer::PeerConfig;
+use crate::spawn::{describe, PeerProcess};
+use crate::verify::compare;
+use ipc_matrix_report::{
+    CellResult, Environment, Failure, FailureKind, Outcome, Throughput, RESULT_SCHEMA_VERSION,
+};
+use ipc_matrix_spec::Cell;
+use ipc_matrix_transport::{listen, Channel, ListenOptions, TransportError};
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Consecutive lost UDP replies after which the peer counts as unresponsive.
+const LOST_IN_A_ROW_LIMIT: u64 = 3;
+/// Bytes a reply may exceed its request by and still be read (and reported as too long).
+const REPLY_SLACK: usize = 1024;
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The binary started as the peer; this process's own binary by default.
+    pub peer_program: PathBuf,
+    /// Deadline for starting the peer and connecting (QEMU start-up is slow).
+    pub setup_timeout: Duration,
+    /// A fault the peer commits, for the harness's own tests.
+    pub fault: Option<Fault>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            peer_program: std::env::current_exe().unwrap_or_else(|_| "ipc-matrix".into()),
+            setup_timeout: Duration::from_secs(30),
+            fault: None,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    recorder: Option<Recorder>,
+    measured_time: Duration,
+    lost: u64,
+}
+
+/// Runs one cell to the end and describes what happened; never panics on a bad peer.
+pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
+    let started = Instant::now();
+    let environment = Environment::capture();
+    let mut tally = Tally {
+        recorder: Some(Recorder::new()),
+        ..Tally::default()
+    };
+    let failure = echo(cell, options, &mut tally).err();
+    let recorder = tally.recorder.take().expect("recorder present");
+    let measured = recorder.count();
+    let seconds = tally.measured_time.as_secs_f64();
+    let per_second = |n: f64| (seconds > 0.0).then(|| n / seconds);
+    let moved_bytes = 2.0 * cell.payload_bytes as f64 * measured as f64;
+    CellResult {
+        schema_version: RESULT_SCHEMA_VERSION,
+        leg: environment.leg(),
+        cell: cell.clone(),
+        outcome: Outcome {
+            passed: failure.is_none(),
+            failure,
+        },
+        measured_round_trips: measured,
+        lost: tally.lost,
+        latency_ns: recorder.stats(),
+        round_trips_per_sec: per_second(measured as f64),
+        throughput: per_second(moved_bytes).map(|bytes| Throughput {
+            mb_per_s: bytes / 1e6,
+            mbit_per_s: bytes * 8.0 / 1e6,
+        }),
+        wall_seconds: started.elapsed().as_secs_f64(),
+        finished_at_unix: SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        environment,
+    }
+}
+
+fn setup_failure(reason: String) -> Failure {
+    Failure {
+        kind: FailureKind::Setup,
+        round_trip: None,
+        reason,
+    }
+}
+
+fn echo(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Result<(), Failure> {
+    let len = usize::try_from(cell.payload_bytes)
+        .map_err(|_| setup_failure(format!("{} bytes do not fit in memory here", cell.payload_bytes)))?;
+    let limit = len + REPLY_SLACK;
+    let acceptor = listen(
+        cell.transport,
+        ListenOptions {
+            wake: cell.wake,
+            max_message: len,
+        },
+    )
+    .map_err(|e| setup_failure(format!("opening the {} channel: {e}", cell.transport)))?;
+    let config = PeerConfig {
+        address: acceptor.address(),
+        parent: std::process::id(),
+        limit,
+        idle_timeout: options.setup_timeout + cell.timeout * 2,
+        fault: options.fault,
+    };
+    let mut peer = PeerProcess::spawn(&options.peer_program, &config)
+        .map_err(|e| setup_failure(format!("starting the peer: {e}")))?;
+    let mut channel = acceptor
+        .accept(peer.pid(), Instant::now() + options.setup_timeout)
+        .map_err(|e| {
+            let mut failure = setup_failure(format!("connecting the peer: {e}"));
+            failure.reason.push_str(&peer_epilogue(&mut peer));
+            failure
+        })?;
+
+    let total = cell.warmup + cell.iterations;
+    let mut run = Exchange {
+        channel: channel.as_mut(),
+        peer: &mut peer,
+        total,
+        warmup: cell.warmup,
+    };
+    let mut payload = Payload::new(cell.seed, len);
+    let mut reply = Vec::with_capacity(limit);
+    let mut lost_in_a_row = 0;
+    for index in 0..total {
+        payload.stamp(index);
+        let request = payload.bytes();
+        let sent_at = Instant::now();
+        let deadline = sent_at + cell.timeout;
+        run.channel
+            .send(request, deadline)
+            .map_err(|e| run.transport_failure(index, "sending the request", e))?;
+        let answered = loop {
+            match run.channel.recv(&mut reply, limit, deadline) {
+                // A late reply to an earlier, already lost request: not this one's.
+                Ok(()) if run.channel.is_lossy()
+                    && payload.index_of(&reply).is_some_and(|i| i < index) => {}
+                Ok(()) => break true,
+                Err(TransportError::Timeout { .. }) if run.channel.is_lossy() => break false,
+                Err(e) => return Err(run.transport_failure(index, "waiting for the reply", e)),
+            }
+        };
+        let round_trip = sent_at.elapsed();
+        if !answered {
+            tally.lost += 1;
+            lost_in_a_row += 1;
+            if lost_in_a_row >= LOST_IN_A_ROW_LIMIT {
+                return Err(run.failure(
+                    index,
+                    FailureKind::Timeout,
+                    format!(
+                        "{lost_in_a_row} replies in a row were not received within {:?}; the peer is unresponsive",
+                        cell.timeout
+                    ),
+                ));
+            }
+            continue;
+        }
+        lost_in_a_row = 0;
+        if let Err(mismatch) = compare(request, &reply) {
+            let kind = if mismatch.is_length() {
+                FailureKind::Length
+            } else {
+                FailureKind::Mismatch
+            };
+            return Err(run.failure(index, kind, mismatch.to_string()));
+        }
+        if index >= cell.warmup {
+            tally.recorder.as_mut().expect("recorder present").record(round_trip);
+            tally.measured_time += round_trip;
+        }
+    }
+
+    let allowed = (cell.max_loss * total as f64).floor() as u64;
+    if tally.lost > allowed {
+        return Err(Failure {
+            kind: FailureKind::Timeout,
+            round_trip: None,
+            reason: format!(
+                "{} of {total} replies were lost; at most {allowed} may be (max_loss {})",
+                tally.lost, cell.max_loss
+            ),
+        });
+    }
+    run.goodbye()
+}
+
+/// The state of a running exchange, for failure messages that name the round trip and
+/// say what became of the peer.
+struct Exchange<'a> {
+    channel: &'a mut dyn Channel,
+    peer: &'a mut PeerProcess,
+    total: u64,
+    warmup: u64,
+}
+
+impl Exchange<'_> {
+    fn failure(&mut self, index: u64, kind: FailureKind, what: String) -> Failure {
+        let phase = if index < self.warmup { " (warm-up)" } else { "" };
+        Failure {
+            kind,
+            round_trip: Some(index),
+            reason: format!(
+                "round trip {index} of {}{phase}: {what}{}",
+                self.total,
+                peer_epilogue(self.peer)
+            ),
+        }
+    }
+
+    fn transport_failure(&mut self, index: u64, doing: &str, e: TransportError) -> Failure {
+        let kind = match e {
+            TransportError::Timeout { .. } => FailureKind::Timeout,
+            TransportError::Closed | TransportError::PeerGone(_) => FailureKind::PeerGone,
+            TransportError::TooLarge { .. } | TransportError::Corrupt(_) => FailureKind::Protocol,
+            TransportError::Io { .. } => FailureKind::PeerGone,
+        };
+        self.failure(index, kind, format!("{doing}: {e}"))
+    }
+
+    /// Tells the peer to stop (an empty message) and expects a clean exit.
+    fn goodbye(&mut self) -> Result<(), Failure> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let sent = self.channel.send(&[], deadline);
+        match (sent, self.peer.wait_until(deadline)) {
+            (Ok(()), Some(status)) if status.success() => Ok(()),
+            (sent, status) => Err(Failure {
+                kind: FailureKind::Shutdown,
+                round_trip: None,
+                reason: format!(
+                    "the peer did not stop cleanly after the last round trip ({}){}",
+                    match (sent, status) {
+                        (Err(e), _) => format!("goodbye not delivered: {e}"),
+                        (_, Some(status)) => describe(status),
+                        (_, None) => "still running after 5s".into(),
+                    },
+                    peer_epilogue(self.peer)
+                ),
+            }),
+        }
+    }
+}
+
+/// "; the peer exited (exit status 3); its stderr: ..." when there is something to say.
+fn peer_epilogue(peer: &mut PeerProcess) -> String {
+    // A peer that just failed may take a moment to exit; give it that moment.
+    let status = peer.wait_until(Instant::now() + Duration::from_millis(200));
+    let stderr = peer.stop();
+    let mut out = String::new();
+    if let Some(status) = status {
+        out.push_str(&format!("; the peer exited ({})", describe(status)));
+    }
+    if !stderr.is_empty() {
+        out.push_str(&format!("; its stderr: {stderr}"));
+    }
+    out
+}

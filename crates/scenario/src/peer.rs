@@ -1,0 +1,106 @@
+//! The peer: the same binary started as `<exe> serve --config <json>`. It connects to the
+//! measuring side, echoes every message until an empty one says goodbye, and commits the
+//! fault it was told to commit, if any.
+
+use crate::fault::{Fault, FaultKind};
+use ipc_matrix_transport::{connect, die_with_parent, PeerAddress};
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+/// The first argument that turns a binary of ours into a peer.
+pub const SERVE_ARG: &str = "serve";
+/// Microseconds the peer sleeps before each reply: a documented way to slow a peer down
+/// and see a regression flagged.
+pub const PEER_DELAY_ENV: &str = "IPC_MATRIX_PEER_DELAY_US";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PeerConfig {
+    pub address: PeerAddress,
+    /// The measuring process; the peer dies with it.
+    pub parent: u32,
+    /// Largest message the peer accepts.
+    pub limit: usize,
+    /// The peer gives up when no message arrives for this long.
+    pub idle_timeout: Duration,
+    pub fault: Option<Fault>,
+}
+
+/// If this process was started as a peer, serves and exits; otherwise returns at once.
+/// Call it first thing in `main` of every binary that may act as a peer.
+pub fn serve_if_requested() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) != Some(SERVE_ARG) {
+        return;
+    }
+    let code = match parse(&args[2..]).and_then(serve) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("ipc-matrix peer: {e}");
+            2
+        }
+    };
+    std::process::exit(code);
+}
+
+fn parse(args: &[String]) -> Result<PeerConfig, String> {
+    match args {
+        [flag, json] if flag == "--config" => serde_json::from_str(json)
+            .map_err(|e| format!("bad --config: {e}")),
+        _ => Err(format!(
+            "usage: {SERVE_ARG} --config <json> (started by ipc-matrix itself, not by hand)"
+        )),
+    }
+}
+
+fn serve(config: PeerConfig) -> Result<(), String> {
+    if !die_with_parent(config.parent) {
+        return Err("the measuring process exited before the peer started".into());
+    }
+    let delay = std::env::var(PEER_DELAY_ENV)
+        .ok()
+        .map(|v| {
+            v.parse::<u64>()
+                .map(Duration::from_micros)
+                .map_err(|_| format!("{PEER_DELAY_ENV}={v} is not a number of microseconds"))
+        })
+        .transpose()?;
+    let idle = config.idle_timeout;
+    let mut channel = connect(&config.address, Instant::now() + idle)
+        .map_err(|e| format!("connecting: {e}"))?;
+    let mut message = Vec::new();
+    for index in 0u64.. {
+        channel
+            .recv(&mut message, config.limit, Instant::now() + idle)
+            .map_err(|e| format!("message {index}: {e}"))?;
+        if message.is_empty() {
+            return Ok(());
+        }
+        if let Some(delay) = delay {
+            std::thread::sleep(delay);
+        }
+        if let Some(fault) = config.fault.filter(|f| f.at == index) {
+            commit(fault.kind, &mut message);
+        }
+        channel
+            .send(&message, Instant::now() + idle)
+            .map_err(|e| format!("reply {index}: {e}"))?;
+    }
+    Ok(())
+}
+
+fn commit(kind: FaultKind, message: &mut Vec<u8>) {
+    match kind {
+        FaultKind::FlipByte => {
+            let middle = message.len() / 2;
+            message[middle] ^= 0xff;
+        }
+        FaultKind::Truncate => {
+            message.pop();
+        }
+        FaultKind::ExtraBytes => message.extend_from_slice(&[0xde, 0xad, 0xbe]),
+        FaultKind::Stall => loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        },
+        FaultKind::Exit => std::process::exit(3),
+    }
+}

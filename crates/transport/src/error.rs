@@ -1,0 +1,29 @@
+use std::io;
+
+/// Why a channel operation failed; each variant reads as the end of a sentence
+/// ("round trip 17: ...").
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    #[error("no {what} before the deadline")]
+    Timeout { what: &'static str },
+    #[error("the peer closed the connection")]
+    Closed,
+    #[error("the peer is gone: {0}")]
+    PeerGone(String),
+    #[error("the peer announced a {announced}-byte message, larger than the {limit}-byte limit")]
+    TooLarge { announced: u64, limit: usize },
+    #[error("corrupt frame: {0}")]
+    Corrupt(String),
+    #[error("{context}: {source}")]
+    Io {
+        context: &'static str,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl TransportError {
+    pub fn io(context: &'static str) -> impl FnOnce(io::Error) -> TransportError {
+        move |source| TransportError::Io { context, source }
+    }
+}

@@ -1,0 +1,101 @@
+//! One contract, [`Channel`]: whole messages, each send and receive bounded by a deadline.
+//!
+//! A channel has two ends in two processes. The measuring process calls [`listen`], which
+//! returns an [`Acceptor`] and the [`PeerAddress`] to hand to the peer; the peer calls
+//! [`connect`] with that address. One file per transport; Linux specifics in `platform`.
+
+mod cleanup;
+mod error;
+mod framing;
+mod local;
+mod platform;
+mod shm;
+mod tcp;
+mod udp;
+
+pub use cleanup::remove_stale_artifacts;
+pub use error::TransportError;
+pub use ipc_matrix_spec::{TransportKind, WakeMode};
+pub use platform::{die_with_parent, process_alive};
+
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// A message channel between two processes.
+pub trait Channel: Send {
+    /// Sends one whole message, or fails once `deadline` passes.
+    fn send(&mut self, message: &[u8], deadline: Instant) -> Result<(), TransportError>;
+
+    /// Receives one whole message into `buf` (replacing its contents). A message longer
+    /// than `limit` is refused before it is read: a lying peer cannot make us allocate.
+    fn recv(
+        &mut self,
+        buf: &mut Vec<u8>,
+        limit: usize,
+        deadline: Instant,
+    ) -> Result<(), TransportError>;
+
+    /// True when messages may be lost in transit (UDP); a timeout then means "lost".
+    fn is_lossy(&self) -> bool {
+        false
+    }
+}
+
+/// The measuring side's half of a channel before the peer has connected.
+pub trait Acceptor {
+    /// What the peer needs to connect; serialized onto its command line.
+    fn address(&self) -> PeerAddress;
+    /// Waits for the peer, process `peer`, to connect; gives up early if that process dies.
+    fn accept(
+        self: Box<Self>,
+        peer: u32,
+        deadline: Instant,
+    ) -> Result<Box<dyn Channel>, TransportError>;
+}
+
+/// Where and how the peer connects.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "transport", rename_all = "kebab-case")]
+pub enum PeerAddress {
+    Shm { os_id: String, wake: WakeMode },
+    Local { path: std::path::PathBuf },
+    Tcp { addr: std::net::SocketAddr },
+    Udp { addr: std::net::SocketAddr },
+}
+
+/// Options of the measuring side that shape the channel.
+#[derive(Debug, Clone, Copy)]
+pub struct ListenOptions {
+    pub wake: Option<WakeMode>,
+    /// Largest message the cell will send; sizes the shared-memory ring's slots.
+    pub max_message: usize,
+}
+
+/// Opens the measuring side of a channel of `kind`.
+pub fn listen(
+    kind: TransportKind,
+    options: ListenOptions,
+) -> Result<Box<dyn Acceptor>, TransportError> {
+    Ok(match kind {
+        TransportKind::Shm => Box::new(shm::ShmAcceptor::create(
+            options.wake.unwrap_or(WakeMode::Blocking),
+            options.max_message,
+        )?),
+        TransportKind::Local => Box::new(local::LocalAcceptor::bind()?),
+        TransportKind::Tcp => Box::new(tcp::TcpAcceptor::bind()?),
+        TransportKind::Udp => Box::new(udp::UdpAcceptor::bind()?),
+    })
+}
+
+/// Connects the peer's side of a channel.
+pub fn connect(
+    address: &PeerAddress,
+    deadline: Instant,
+) -> Result<Box<dyn Channel>, TransportError> {
+    Ok(match address {
+        PeerAddress::Shm { os_id, wake } => Box::new(shm::attach(os_id, *wake, deadline)?),
+        PeerAddress::Local { path } => Box::new(local::connect(path, deadline)?),
+        PeerAddress::Tcp { addr } => Box::new(tcp::connect(*addr, deadline)?),
+        PeerAddress::Udp { addr } => Box::new(udp::connect(*addr, deadline)?),
+    })
+}

@@ -1,0 +1,82 @@
+//! Linux specifics, all in one place: futex waits and wakes on shared memory, liveness of
+//! another process, and tying a peer's life to its parent's.
+
+use std::sync::atomic::AtomicU32;
+use std::time::Duration;
+
+/// Sleeps while `*word == expected`, at most `timeout`. Spurious returns are fine: callers
+/// re-check their condition. The futex is not FUTEX_PRIVATE: the word lives in memory
+/// shared between processes.
+pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `word` is a valid, aligned u32 for the duration of the call.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &ts as *const libc::timespec,
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+/// Wakes every waiter on `word`.
+pub fn futex_wake(word: &AtomicU32) {
+    // SAFETY: as for futex_wait; FUTEX_WAKE reads no memory besides the address.
+    unsafe {
+        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX);
+    }
+}
+
+/// True while process `pid` exists and has not exited (a zombie counts as exited).
+pub fn process_alive(pid: u32) -> bool {
+    if pid == 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks that the process exists and may be signalled.
+    let exists = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0
+        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    if !exists {
+        return false;
+    }
+    // A child that died stays a zombie until its parent reaps it; kill(0) still succeeds.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_none_or(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}
+
+/// Fails with `PeerGone` when process `pid` no longer runs; `when` ends the sentence.
+pub fn ensure_alive(pid: u32, when: &str) -> Result<(), crate::TransportError> {
+    if process_alive(pid) {
+        Ok(())
+    } else {
+        Err(crate::TransportError::PeerGone(format!(
+            "process {pid} exited {when}"
+        )))
+    }
+}
+
+/// Asks the kernel to kill this process when its parent dies, so a peer never outlives a
+/// killed runner (and never keeps a segment or socket alive). Returns false when the
+/// parent `expected_parent` is already gone, which the request alone would miss.
+pub fn die_with_parent(expected_parent: u32) -> bool {
+    // SAFETY: plain prctl and getppid with integer arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        libc::getppid() as u32 == expected_parent
+    }
+}
+
+pub fn current_pid() -> u32 {
+    std::process::id()
+}
