@@ -11,8 +11,14 @@ fn main() {
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=IPC_MATRIX_BUILD_TARGET={}", env("TARGET"));
-    println!("cargo:rustc-env=IPC_MATRIX_BUILD_PROFILE={}", env("PROFILE"));
-    println!("cargo:rustc-env=IPC_MATRIX_BUILD_OPT_LEVEL={}", env("OPT_LEVEL"));
+    println!(
+        "cargo:rustc-env=IPC_MATRIX_BUILD_PROFILE={}",
+        env("PROFILE")
+    );
+    println!(
+        "cargo:rustc-env=IPC_MATRIX_BUILD_OPT_LEVEL={}",
+        env("OPT_LEVEL")
+    );
     println!("cargo:rustc-env=IPC_MATRIX_BUILD_RUSTC={rustc}");
     println!("cargo:rerun-if-changed=build.rs");
 }

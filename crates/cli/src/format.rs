@@ -29,7 +29,10 @@ pub fn verdict_line(result: &CellResult) -> String {
                 nanos(l.p99),
                 nanos(l.max)
             );
-            if let Some(t) = result.throughput.filter(|_| result.cell.payload_bytes >= 1 << 20) {
+            if let Some(t) = result
+                .throughput
+                .filter(|_| result.cell.payload_bytes >= 1 << 20)
+            {
                 line.push_str(&format!("  {:.0} MB/s", t.mb_per_s));
             }
             if result.lost > 0 {
@@ -45,8 +48,18 @@ pub fn summary_table(results: &[CellResult]) -> Table {
     let mut table = Table::new();
     table.load_style(UTF8_FULL_CONDENSED);
     table.set_header([
-        "cell", "result", "p50", "p90", "p99", "p99.9", "max", "mean", "round trips/s", "MB/s",
-        "Mbit/s", "lost",
+        "cell",
+        "result",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "max",
+        "mean",
+        "round trips/s",
+        "MB/s",
+        "Mbit/s",
+        "lost",
     ]);
     for r in results {
         let l = r.latency_ns;

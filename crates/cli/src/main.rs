@@ -67,12 +67,14 @@ impl Selection {
         let filters = self
             .filter
             .iter()
-            .map(|f| match f.strip_prefix('/').and_then(|f| f.strip_suffix('/')) {
-                Some(re) => regex::Regex::new(re)
-                    .map(Filter::Regex)
-                    .with_context(|| format!("--filter {f}: not a valid regular expression")),
-                None => Ok(Filter::Contains(f.clone())),
-            })
+            .map(
+                |f| match f.strip_prefix('/').and_then(|f| f.strip_suffix('/')) {
+                    Some(re) => regex::Regex::new(re)
+                        .map(Filter::Regex)
+                        .with_context(|| format!("--filter {f}: not a valid regular expression")),
+                    None => Ok(Filter::Contains(f.clone())),
+                },
+            )
             .collect::<Result<Vec<_>>>()?;
         let selected: Vec<Cell> = cells
             .into_iter()
@@ -178,10 +180,7 @@ fn run(cells: &[Cell], out: &Path, fail_fast: bool) -> Result<u8> {
 
     println!("{}", summary_table(&results));
     let failed = results.iter().filter(|r| !r.outcome.passed).count();
-    let leg = results
-        .first()
-        .map(|r| r.leg.clone())
-        .unwrap_or_default();
+    let leg = results.first().map(|r| r.leg.clone()).unwrap_or_default();
     if not_stored > 0 {
         println!(
             "note: this is an unoptimized build; its {not_stored} results were not stored. \

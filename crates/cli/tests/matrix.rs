@@ -1,1 +1,194 @@
-fn main() {}
+//! The nextest door: one test per cell of matrix.yaml (`echo::tcp::200B`), plus the
+//! harness's own fault-injection tests (`fault::tcp::flip-byte`), which prove that every
+//! transport's cell fails, with the right reason, when its peer misbehaves.
+//!
+//! Environment: IPC_MATRIX_FILE (default: the workspace's matrix.yaml),
+//! IPC_MATRIX_PROFILE (default: quick), IPC_MATRIX_OUT (default: target/ipc-matrix).
+
+use ipc_matrix::{default_out_dir, exit_code, run_and_store, Stored};
+use ipc_matrix_report::FailureKind;
+use ipc_matrix_scenario::{run_cell, Fault, FaultKind, RunOptions};
+use ipc_matrix_spec::{Cell, ScenarioKind, Spec, TransportKind, WakeMode, CELL_GROUP_FAULT};
+use libtest_mimic::{Arguments, Failed, Trial};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+fn main() -> ExitCode {
+    ipc_matrix_scenario::serve_if_requested();
+    let args = Arguments::from_args();
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let matrix = env_path("IPC_MATRIX_FILE").unwrap_or_else(|| workspace.join("matrix.yaml"));
+    let profile = std::env::var("IPC_MATRIX_PROFILE").unwrap_or_else(|_| "quick".into());
+    let out = env_path("IPC_MATRIX_OUT").unwrap_or_else(|| default_out_dir(&workspace));
+
+    let cells = match Spec::load(&matrix)
+        .map_err(|e| e.to_string())
+        .and_then(|spec| spec.cells(&profile))
+    {
+        Ok(cells) => cells,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(exit_code::USAGE);
+        }
+    };
+    let mut trials: Vec<Trial> = cells
+        .into_iter()
+        .map(|cell| {
+            let out = out.clone();
+            Trial::test(cell.id.clone(), move || run_matrix_cell(&cell, &out))
+        })
+        .collect();
+    trials.extend(fault_trials());
+
+    // An empty selection is a mistake in the filter, never a silent pass.
+    if !args.list && !args.ignored && !trials.iter().any(|t| selected(&args, t.name())) {
+        eprintln!(
+            "error: no test matches {:?}; `cargo nextest list` shows them",
+            args.filter.as_deref().unwrap_or("")
+        );
+        return ExitCode::from(exit_code::NO_CELLS);
+    }
+    libtest_mimic::run(&args, trials).exit_code()
+}
+
+fn env_path(key: &str) -> Option<PathBuf> {
+    std::env::var_os(key).map(PathBuf::from)
+}
+
+fn selected(args: &Arguments, name: &str) -> bool {
+    let matches = |f: &str| {
+        if args.exact {
+            name == f
+        } else {
+            name.contains(f)
+        }
+    };
+    args.filter.as_deref().is_none_or(matches) && !args.skip.iter().any(|s| matches(s))
+}
+
+fn run_matrix_cell(cell: &Cell, out: &Path) -> Result<(), Failed> {
+    let (result, stored) = run_and_store(cell, &RunOptions::default(), out);
+    println!("{}", ipc_matrix::format::verdict_line(&result));
+    match stored {
+        Stored::At(path) => println!("result: {}", path.display()),
+        Stored::NotOptimized => println!("note: unoptimized build; timings not stored"),
+        Stored::Failed(e) => return Err(format!("storing the result: {e}").into()),
+    }
+    match result.outcome.failure {
+        None => Ok(()),
+        Some(failure) => Err(format!("{}: {}", cell.id, failure.reason).into()),
+    }
+}
+
+/// The round trip (0-based, warm-up included) whose reply the peer spoils.
+const FAULT_AT: u64 = 4;
+
+/// One test per transport (and shm wake mode) and fault.
+fn fault_trials() -> Vec<Trial> {
+    let mut variants: Vec<(TransportKind, Option<WakeMode>)> = vec![
+        (TransportKind::Shm, Some(WakeMode::Blocking)),
+        (TransportKind::Shm, Some(WakeMode::BusyPoll)),
+    ];
+    variants.extend(
+        TransportKind::ALL
+            .into_iter()
+            .filter(|t| *t != TransportKind::Shm)
+            .map(|t| (t, None)),
+    );
+    let mut trials = Vec::new();
+    for (transport, wake) in variants {
+        for kind in FaultKind::ALL {
+            let mut cell = fault_cell(transport, wake);
+            let name = format!(
+                "{CELL_GROUP_FAULT}::{}::{}",
+                cell.transport_label(),
+                kind.as_str()
+            );
+            cell.id = name.clone();
+            trials.push(Trial::test(name, move || check_fault(&cell, kind)));
+        }
+    }
+    trials
+}
+
+fn fault_cell(transport: TransportKind, wake: Option<WakeMode>) -> Cell {
+    Cell {
+        id: String::new(),
+        scenario: CELL_GROUP_FAULT.into(),
+        kind: ScenarioKind::Echo,
+        transport,
+        wake,
+        payload_bytes: 200,
+        payload_label: "200B".into(),
+        iterations: 6,
+        warmup: 2,
+        // Short, so stalls end quickly; generous next to a loopback round trip.
+        timeout: Duration::from_millis(if transport == TransportKind::Udp {
+            400
+        } else {
+            1500
+        }),
+        max_loss: 0.0,
+        seed: 42,
+        profile: "fault".into(),
+    }
+}
+
+fn check_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {
+    let options = RunOptions {
+        fault: Some(Fault { kind, at: FAULT_AT }),
+        ..RunOptions::default()
+    };
+    let result = run_cell(cell, &options);
+    let Some(failure) = result.outcome.failure else {
+        return Err(format!("the cell passed although the peer committed {kind:?}").into());
+    };
+    let lossy = cell.transport == TransportKind::Udp;
+    let expected = match kind {
+        FaultKind::FlipByte => FailureKind::Mismatch,
+        FaultKind::Truncate | FaultKind::ExtraBytes => FailureKind::Length,
+        FaultKind::Stall => FailureKind::Timeout,
+        FaultKind::Exit => FailureKind::PeerGone,
+    };
+    // UDP cannot tell a dead or stalled peer from lost datagrams at once: it notices at
+    // the next request (port unreachable) or after replies were lost in a row.
+    let round_trip_ok = match failure.round_trip {
+        Some(i) if lossy && matches!(kind, FaultKind::Stall | FaultKind::Exit) => {
+            (FAULT_AT..FAULT_AT + 3).contains(&i)
+        }
+        Some(i) => i == FAULT_AT,
+        None => false,
+    };
+    if failure.kind != expected || !round_trip_ok {
+        return Err(format!(
+            "expected a {expected:?} failure at round trip {FAULT_AT}, got {:?} at {:?}: {}",
+            failure.kind, failure.round_trip, failure.reason
+        )
+        .into());
+    }
+    let detail = match kind {
+        FaultKind::FlipByte => "first difference at byte offset 100",
+        FaultKind::Truncate => "reply is 199 bytes, expected 200",
+        FaultKind::ExtraBytes => "reply is 203 bytes, expected 200",
+        FaultKind::Stall => {
+            if lossy {
+                "replies in a row"
+            } else {
+                "before the deadline"
+            }
+        }
+        FaultKind::Exit => {
+            if lossy {
+                "peer is gone"
+            } else {
+                ""
+            }
+        }
+    };
+    if !failure.reason.contains(detail) || !failure.reason.contains("round trip") {
+        return Err(format!("the reason does not say `{detail}`: {}", failure.reason).into());
+    }
+    println!("{}: failed as expected: {}", cell.id, failure.reason);
+    Ok(())
+}

@@ -93,8 +93,12 @@ fn setup_failure(reason: String) -> Failure {
 }
 
 fn echo(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Result<(), Failure> {
-    let len = usize::try_from(cell.payload_bytes)
-        .map_err(|_| setup_failure(format!("{} bytes do not fit in memory here", cell.payload_bytes)))?;
+    let len = usize::try_from(cell.payload_bytes).map_err(|_| {
+        setup_failure(format!(
+            "{} bytes do not fit in memory here",
+            cell.payload_bytes
+        ))
+    })?;
     let limit = len + REPLY_SLACK;
     let acceptor = listen(
         cell.transport,
@@ -127,6 +131,7 @@ fn echo(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Result<(), Fail
         peer: &mut peer,
         total,
         warmup: cell.warmup,
+        timeout: cell.timeout,
     };
     let mut payload = Payload::new(cell.seed, len);
     let mut reply = Vec::with_capacity(limit);
@@ -142,8 +147,9 @@ fn echo(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Result<(), Fail
         let answered = loop {
             match run.channel.recv(&mut reply, limit, deadline) {
                 // A late reply to an earlier, already lost request: not this one's.
-                Ok(()) if run.channel.is_lossy()
-                    && payload.index_of(&reply).is_some_and(|i| i < index) => {}
+                Ok(())
+                    if run.channel.is_lossy()
+                        && payload.index_of(&reply).is_some_and(|i| i < index) => {}
                 Ok(()) => break true,
                 Err(TransportError::Timeout { .. }) if run.channel.is_lossy() => break false,
                 Err(e) => return Err(run.transport_failure(index, "waiting for the reply", e)),
@@ -175,7 +181,11 @@ fn echo(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Result<(), Fail
             return Err(run.failure(index, kind, mismatch.to_string()));
         }
         if index >= cell.warmup {
-            tally.recorder.as_mut().expect("recorder present").record(round_trip);
+            tally
+                .recorder
+                .as_mut()
+                .expect("recorder present")
+                .record(round_trip);
             tally.measured_time += round_trip;
         }
     }
@@ -201,11 +211,16 @@ struct Exchange<'a> {
     peer: &'a mut PeerProcess,
     total: u64,
     warmup: u64,
+    timeout: Duration,
 }
 
 impl Exchange<'_> {
     fn failure(&mut self, index: u64, kind: FailureKind, what: String) -> Failure {
-        let phase = if index < self.warmup { " (warm-up)" } else { "" };
+        let phase = if index < self.warmup {
+            " (warm-up)"
+        } else {
+            ""
+        };
         Failure {
             kind,
             round_trip: Some(index),
@@ -224,7 +239,11 @@ impl Exchange<'_> {
             TransportError::TooLarge { .. } | TransportError::Corrupt(_) => FailureKind::Protocol,
             TransportError::Io { .. } => FailureKind::PeerGone,
         };
-        self.failure(index, kind, format!("{doing}: {e}"))
+        let limit = match e {
+            TransportError::Timeout { .. } => format!(" (timeout {:?})", self.timeout),
+            _ => String::new(),
+        };
+        self.failure(index, kind, format!("{doing}: {e}{limit}"))
     }
 
     /// Tells the peer to stop (an empty message) and expects a clean exit.

@@ -57,7 +57,10 @@ impl FromStr for Fault {
     fn from_str(s: &str) -> Result<Self, String> {
         let usage = || {
             let kinds: Vec<_> = FaultKind::ALL.iter().map(|k| k.as_str()).collect();
-            format!("`{s}` is not a fault; use KIND@INDEX with KIND one of {}", kinds.join(", "))
+            format!(
+                "`{s}` is not a fault; use KIND@INDEX with KIND one of {}",
+                kinds.join(", ")
+            )
         };
         let (kind, at) = s.split_once('@').ok_or_else(usage)?;
         let kind = FaultKind::ALL

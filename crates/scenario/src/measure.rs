@@ -27,7 +27,7 @@ impl Recorder {
 
     pub fn stats(&self) -> Option<LatencyStats> {
         let h = &self.histogram;
-        (h.len() > 0).then(|| LatencyStats {
+        (!h.is_empty()).then(|| LatencyStats {
             count: h.len(),
             min: h.min(),
             p50: h.value_at_quantile(0.50),

@@ -44,8 +44,9 @@ pub fn serve_if_requested() {
 
 fn parse(args: &[String]) -> Result<PeerConfig, String> {
     match args {
-        [flag, json] if flag == "--config" => serde_json::from_str(json)
-            .map_err(|e| format!("bad --config: {e}")),
+        [flag, json] if flag == "--config" => {
+            serde_json::from_str(json).map_err(|e| format!("bad --config: {e}"))
+        }
         _ => Err(format!(
             "usage: {SERVE_ARG} --config <json> (started by ipc-matrix itself, not by hand)"
         )),
@@ -65,8 +66,8 @@ fn serve(config: PeerConfig) -> Result<(), String> {
         })
         .transpose()?;
     let idle = config.idle_timeout;
-    let mut channel = connect(&config.address, Instant::now() + idle)
-        .map_err(|e| format!("connecting: {e}"))?;
+    let mut channel =
+        connect(&config.address, Instant::now() + idle).map_err(|e| format!("connecting: {e}"))?;
     let mut message = Vec::new();
     for index in 0u64.. {
         channel

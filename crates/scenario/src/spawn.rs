@@ -44,7 +44,9 @@ impl PeerProcess {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| io::Error::new(e.kind(), format!("starting {}: {e}", program.display())))?;
+            .map_err(|e| {
+                io::Error::new(e.kind(), format!("starting {}: {e}", program.display()))
+            })?;
         let mut pipe = child.stderr.take().expect("stderr is piped");
         let stderr = std::thread::spawn(move || {
             let mut kept = Vec::new();

@@ -43,7 +43,8 @@ impl ByteSize {
 
     pub fn parse(text: &str) -> Result<Self, String> {
         let text = text.trim();
-        let expected = "a size like 200B, 64KiB, 6.5MB or 100MB (units B, KB, MB, GB, KiB, MiB, GiB)";
+        let expected =
+            "a size like 200B, 64KiB, 6.5MB or 100MB (units B, KB, MB, GB, KiB, MiB, GiB)";
         let (number, multiplier) = SIZE_UNITS
             .iter()
             .find_map(|(unit, mult)| text.strip_suffix(unit).map(|n| (n.trim(), *mult)))

@@ -115,7 +115,12 @@ impl Spec {
                 ));
             }
             for (scenario, overrides) in &body.scenarios {
-                let at = vec![key("profiles"), key(profile), key("scenarios"), key(scenario)];
+                let at = vec![
+                    key("profiles"),
+                    key(profile),
+                    key("scenarios"),
+                    key(scenario),
+                ];
                 let Some(target) = self.scenarios.iter().find(|s| &s.name == scenario) else {
                     out.push((
                         at,
@@ -210,10 +215,7 @@ impl Spec {
             if !(0.0..=1.0).contains(&scenario.max_loss) {
                 out.push((
                     at("max_loss"),
-                    format!(
-                        "{} is not a share between 0.0 and 1.0",
-                        scenario.max_loss
-                    ),
+                    format!("{} is not a share between 0.0 and 1.0", scenario.max_loss),
                 ));
             }
         }

@@ -39,7 +39,10 @@ fn the_repository_matrix_loads_and_expands() {
     let full = spec.cells("full").unwrap();
     let echo = full.iter().find(|c| c.id == "echo::tcp::200B").unwrap();
     assert_eq!((echo.payload_bytes, echo.iterations), (200, 1000));
-    let bulk = full.iter().find(|c| c.id == "bulk::shm-busy::100MB").unwrap();
+    let bulk = full
+        .iter()
+        .find(|c| c.id == "bulk::shm-busy::100MB")
+        .unwrap();
     assert_eq!((bulk.payload_bytes, bulk.iterations), (100_000_000, 100));
 }
 
@@ -108,7 +111,10 @@ fn cross_field_rules_report_every_problem() {
     let text = GOOD
         .replace("version: 1", "version: 7")
         .replace("[shm, tcp, udp]", "[tcp, tcp]")
-        .replace("    warmup: 10\n", "    warmup: 10\n    wake: [busy-poll]\n")
+        .replace(
+            "    warmup: 10\n",
+            "    warmup: 10\n    wake: [busy-poll]\n",
+        )
         .replace("echo: { iterations: 5 }", "ehco: { iterations: 5 }");
     let all = errors(&text);
     let paths: Vec<_> = all.0.iter().map(|e| e.path.as_str()).collect();
@@ -137,6 +143,9 @@ fn bad_durations_in_profiles_are_located() {
 #[test]
 fn unknown_enum_values_say_what_is_accepted() {
     let e = &errors(&GOOD.replace("[shm, tcp, udp]", "[shm, carrier-pigeon]")).0[0];
-    assert!(e.message.contains("unknown variant `carrier-pigeon`"), "{e}");
+    assert!(
+        e.message.contains("unknown variant `carrier-pigeon`"),
+        "{e}"
+    );
     assert!(e.message.contains("`local`"), "{e}");
 }

@@ -43,7 +43,10 @@ pub struct Removed {
 /// made by processes that no longer run. Those of live processes are left alone.
 pub fn remove_stale_artifacts() -> Removed {
     let mut removed = Removed::default();
-    for (dir, is_segment) in [(Path::new("/dev/shm").to_path_buf(), true), (std::env::temp_dir(), false)] {
+    for (dir, is_segment) in [
+        (Path::new("/dev/shm").to_path_buf(), true),
+        (std::env::temp_dir(), false),
+    ] {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };

@@ -237,7 +237,11 @@ impl ShmChannel {
     fn slot(&self, ring: usize, index: u32) -> *mut u8 {
         let n = ring * self.slots as usize + (index % self.slots) as usize;
         // SAFETY: n < 2 * slots, and the segment holds 2 * slots strides after SLOTS_AT.
-        unsafe { self.shm.as_ptr().add(SLOTS_AT + n * slot_stride(self.slot_size)) }
+        unsafe {
+            self.shm
+                .as_ptr()
+                .add(SLOTS_AT + n * slot_stride(self.slot_size))
+        }
     }
 
     /// Waits until `ready(counter)` holds and returns the counter's value.
@@ -345,8 +349,12 @@ impl Channel for ShmChannel {
             let slot = self.slot(self.rx, tail);
             // SAFETY: head was read with Acquire after the producer's Release, so the slot's
             // header and data are visible; the slot is ours until tail is published.
-            let (chunk, announced) =
-                unsafe { (slot.cast::<u32>().read() as usize, slot.add(8).cast::<u64>().read()) };
+            let (chunk, announced) = unsafe {
+                (
+                    slot.cast::<u32>().read() as usize,
+                    slot.add(8).cast::<u64>().read(),
+                )
+            };
             let expected = match total {
                 None => {
                     if announced > limit as u64 {

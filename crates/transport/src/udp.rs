@@ -46,7 +46,9 @@ impl Acceptor for UdpAcceptor {
             let slice = (Instant::now() + Duration::from_millis(20)).min(deadline);
             match channel.recv_from(&mut hello, HELLO.len(), slice, "hello from the peer") {
                 Ok(from) if hello == HELLO => break from,
-                Ok(_) | Err(TransportError::Timeout { .. }) | Err(TransportError::TooLarge { .. }) => {}
+                Ok(_)
+                | Err(TransportError::Timeout { .. })
+                | Err(TransportError::TooLarge { .. }) => {}
                 Err(e) => return Err(e),
             }
         };
