@@ -70,8 +70,10 @@ fn serve(config: PeerConfig) -> Result<(), String> {
         connect(&config.address, Instant::now() + idle).map_err(|e| format!("connecting: {e}"))?;
     let mut message = Vec::new();
     for index in 0u64.. {
+        // One clock read per message: the reply shares the request's deadline.
+        let deadline = Instant::now() + idle;
         channel
-            .recv(&mut message, config.limit, Instant::now() + idle)
+            .recv(&mut message, config.limit, deadline)
             .map_err(|e| format!("message {index}: {e}"))?;
         if message.is_empty() {
             return Ok(());
@@ -83,7 +85,7 @@ fn serve(config: PeerConfig) -> Result<(), String> {
             commit(fault.kind, &mut message);
         }
         channel
-            .send(&message, Instant::now() + idle)
+            .send(&message, deadline)
             .map_err(|e| format!("reply {index}: {e}"))?;
     }
     Ok(())

@@ -192,6 +192,9 @@ pub struct ShmChannel {
     slot_size: usize,
     slots: u32,
     other_pid: u32,
+    /// The consumer's tail as last seen: while the ring has room by this count, the
+    /// producer need not read the shared tail (one cache-line transfer less per message).
+    tail_seen: u32,
 }
 
 // SAFETY: the mapping belongs to the process, not a thread; the channel is used by one
@@ -214,6 +217,7 @@ impl ShmChannel {
             slot_size,
             slots,
             other_pid,
+            tail_seen: 0,
         }
     }
 
@@ -252,7 +256,9 @@ impl ShmChannel {
         deadline: Instant,
         what: &'static str,
     ) -> Result<u32, TransportError> {
-        let mut next_liveness_check = Instant::now() + LIVENESS_PERIOD;
+        // The clock is read only once waiting has begun: a reply that is already there
+        // costs no clock reads (each is tens of nanoseconds in a VM).
+        let mut next_liveness_check: Option<Instant> = None;
         let mut spins = 0u32;
         loop {
             let value = counter.value.load(Ordering::Acquire);
@@ -279,9 +285,10 @@ impl ShmChannel {
             }
             let now = Instant::now();
             remaining(deadline, what)?;
-            if now >= next_liveness_check {
+            let check_at = *next_liveness_check.get_or_insert(now + LIVENESS_PERIOD);
+            if now >= check_at {
                 ensure_alive(self.other_pid, "while waiting")?;
-                next_liveness_check = now + LIVENESS_PERIOD;
+                next_liveness_check = Some(now + LIVENESS_PERIOD);
             }
         }
     }
@@ -302,17 +309,20 @@ impl ShmChannel {
 impl Channel for ShmChannel {
     fn send(&mut self, message: &[u8], deadline: Instant) -> Result<(), TransportError> {
         let ring = self.ring(self.tx);
+        let mut tail_seen = self.tail_seen;
         let mut sent = 0;
         loop {
             // Only this side writes head, so a relaxed read of our own value is exact.
             let head = ring.head.value.load(Ordering::Relaxed);
             let slots = self.slots;
-            self.wait_for(
-                &ring.tail,
-                |tail| head.wrapping_sub(tail) < slots,
-                deadline,
-                "free slot (the other side does not read)",
-            )?;
+            if head.wrapping_sub(tail_seen) >= slots {
+                tail_seen = self.wait_for(
+                    &ring.tail,
+                    |tail| head.wrapping_sub(tail) < slots,
+                    deadline,
+                    "free slot (the other side does not read)",
+                )?;
+            }
             let chunk = (message.len() - sent).min(self.slot_size);
             let slot = self.slot(self.tx, head);
             // SAFETY: the slot is ours until head is published; it has room for the header
@@ -329,6 +339,7 @@ impl Channel for ShmChannel {
             self.publish(&ring.head, head.wrapping_add(1));
             sent += chunk;
             if sent == message.len() {
+                self.tail_seen = tail_seen;
                 return Ok(());
             }
         }
