@@ -13,6 +13,8 @@ say "cargo fmt --check"
 cargo fmt --all -- --check
 say "cargo clippy --all-targets -D warnings"
 cargo clippy --locked --workspace --all-targets -- -D warnings
+say "workflow lints (actionlint, zizmor)"
+scripts/lint-workflows.sh
 host="$(rustc -vV | sed -n 's/^host: //p')"
 say "host suite: cargo nextest run --profile ci ($host)"
 cargo nextest run --locked --workspace --profile ci "$@"

@@ -2,6 +2,7 @@
 //! and storing its result, and the one-line verdict printed for it.
 
 pub mod format;
+pub mod github;
 
 use ipc_matrix_report::{write_result, CellResult};
 use ipc_matrix_scenario::{run_cell, RunOptions};

@@ -44,6 +44,16 @@ enum Command {
         #[command(flatten)]
         selection: Selection,
     },
+    /// Print the legs (targets) of matrix.yaml; with --github, as the JSON job matrix the
+    /// GitHub workflow reads with fromJSON.
+    Matrix {
+        /// The matrix file.
+        #[arg(long, value_name = "FILE", default_value = "matrix.yaml")]
+        matrix: PathBuf,
+        /// Print one line of JSON: {"include": [{target, runner, os, blocks_merge, leg}]}.
+        #[arg(long)]
+        github: bool,
+    },
 }
 
 #[derive(clap::Args)]
@@ -116,6 +126,7 @@ fn main() -> ExitCode {
             }
             exit_code::OK
         }),
+        Command::Matrix { matrix, github } => legs(&matrix, github),
         Command::Run {
             selection,
             out,
@@ -136,6 +147,24 @@ fn main() -> ExitCode {
             })
         }
     }
+}
+
+fn legs(matrix: &Path, github: bool) -> Result<u8> {
+    let spec = Spec::load(matrix).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let jobs = ipc_matrix::github::job_matrix(&spec).map_err(anyhow::Error::msg)?;
+    if github {
+        println!("{jobs}");
+    } else {
+        for job in jobs["include"].as_array().into_iter().flatten() {
+            println!(
+                "{}  blocks merge: {}  GitHub runner: {}",
+                job["leg"].as_str().unwrap_or_default(),
+                job["blocks_merge"],
+                job["os"].as_str().unwrap_or_default()
+            );
+        }
+    }
+    Ok(exit_code::OK)
 }
 
 fn run(cells: &[Cell], out: &Path, fail_fast: bool) -> Result<u8> {
