@@ -120,6 +120,26 @@ pub fn remaining(deadline: Instant, what: &'static str) -> Result<Duration, Tran
     Ok((deadline - now).max(Duration::from_millis(1)))
 }
 
+/// Polls a non-blocking `accept` until it yields a connection, the deadline passes, or
+/// process `peer` dies first.
+pub fn poll_accept<T>(
+    mut accept: impl FnMut() -> io::Result<T>,
+    peer: u32,
+    deadline: Instant,
+) -> Result<T, TransportError> {
+    loop {
+        match accept() {
+            Ok(connection) => return Ok(connection),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                remaining(deadline, "connection from the peer")?;
+                crate::platform::ensure_alive(peer, "before it connected")?;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => return Err(TransportError::io("accepting the peer")(e)),
+        }
+    }
+}
+
 fn is_retry(e: &io::Error) -> bool {
     matches!(
         e.kind(),

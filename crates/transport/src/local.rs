@@ -3,7 +3,7 @@
 //! connected: from then on nothing of ours is on the file system.
 
 use crate::cleanup::{private_temp_dir, ARTIFACT_PREFIX};
-use crate::framing::{remaining, Framed, TimedStream};
+use crate::framing::{poll_accept, remaining, Framed, TimedStream};
 use crate::{Acceptor, Channel, PeerAddress, TransportError};
 use interprocess::local_socket::{
     prelude::*, GenericFilePath, ListenerNonblockingMode, ListenerOptions, Stream,
@@ -66,17 +66,7 @@ impl Acceptor for LocalAcceptor {
         peer: u32,
         deadline: Instant,
     ) -> Result<Box<dyn Channel>, TransportError> {
-        let stream = loop {
-            match self.listener.accept() {
-                Ok(stream) => break stream,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    remaining(deadline, "connection from the peer")?;
-                    crate::platform::ensure_alive(peer, "before it connected")?;
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                Err(e) => return Err(TransportError::io("accepting the peer")(e)),
-            }
-        };
+        let stream = poll_accept(|| self.listener.accept(), peer, deadline)?;
         // Dropping self removes the socket file and its directory; the connection stays.
         stream
             .set_nonblocking(false)

@@ -1,6 +1,6 @@
 //! TCP over 127.0.0.1 on an ephemeral port, Nagle off (TCP_NODELAY) on both ends.
 
-use crate::framing::{remaining, Framed, TimedStream};
+use crate::framing::{poll_accept, remaining, Framed, TimedStream};
 use crate::{Acceptor, Channel, PeerAddress, TransportError};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -44,17 +44,7 @@ impl Acceptor for TcpAcceptor {
         peer: u32,
         deadline: Instant,
     ) -> Result<Box<dyn Channel>, TransportError> {
-        let stream = loop {
-            match self.listener.accept() {
-                Ok((stream, _)) => break stream,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    remaining(deadline, "connection from the peer")?;
-                    crate::platform::ensure_alive(peer, "before it connected")?;
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                Err(e) => return Err(TransportError::io("accepting the peer")(e)),
-            }
-        };
+        let (stream, _) = poll_accept(|| self.listener.accept(), peer, deadline)?;
         Ok(Box::new(framed(stream)?))
     }
 }
