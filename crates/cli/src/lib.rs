@@ -36,10 +36,18 @@ pub enum Stored {
     Failed(std::io::Error),
 }
 
+/// Removes what crashed runs left in /dev/shm and the temporary directory, once per
+/// process; returns the removed paths the first time, nothing after.
+pub fn remove_stale_artifacts_once() -> Vec<PathBuf> {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    let mut removed = Vec::new();
+    SWEPT.call_once(|| removed = ipc_matrix_transport::remove_stale_artifacts().paths);
+    removed
+}
+
 /// Runs one cell and stores its result (passed or failed: a failure is a result too).
 pub fn run_and_store(cell: &Cell, options: &RunOptions, out: &Path) -> (CellResult, Stored) {
-    // Leftovers of crashed runs would otherwise pile up; live runs' files are kept.
-    ipc_matrix_transport::remove_stale_artifacts();
+    remove_stale_artifacts_once();
     let result = run_cell(cell, options);
     let stored = if result.environment.is_optimized() {
         match write_result(out, &result) {

@@ -1,6 +1,6 @@
 //! `ipc-matrix`: run the matrix from the command line, with a progress bar and a summary.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use ipc_matrix::format::{summary_table, verdict_line};
@@ -91,16 +91,27 @@ impl Selection {
             .filter(|c| filters.is_empty() || filters.iter().any(|f| f.matches(&c.id)))
             .collect();
         if selected.is_empty() {
-            bail!(
+            return Err(NoCells(format!(
                 "no cell of profile `{}` matches {:?}; `ipc-matrix list --profile {}` shows them",
-                self.profile,
-                self.filter,
-                self.profile
-            );
+                self.profile, self.filter, self.profile
+            ))
+            .into());
         }
         Ok(selected)
     }
 }
+
+/// An empty selection: its own error, so that it gets its own exit code.
+#[derive(Debug)]
+struct NoCells(String);
+
+impl std::fmt::Display for NoCells {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NoCells {}
 
 enum Filter {
     Contains(String),
@@ -140,7 +151,7 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(if e.to_string().starts_with("no cell") {
+            ExitCode::from(if e.is::<NoCells>() {
                 exit_code::NO_CELLS
             } else {
                 exit_code::USAGE
@@ -179,6 +190,9 @@ fn run(cells: &[Cell], out: &Path, fail_fast: bool) -> Result<u8> {
     } else {
         ProgressBar::hidden()
     };
+    for path in ipc_matrix::remove_stale_artifacts_once() {
+        println!("removed a leftover of a crashed run: {}", path.display());
+    }
     let options = RunOptions::default();
     let mut results = Vec::new();
     let mut not_stored = 0;

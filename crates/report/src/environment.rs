@@ -23,7 +23,13 @@ pub struct Environment {
 }
 
 impl Environment {
+    /// The environment of this process, read once (it does not change during a run).
     pub fn capture() -> Self {
+        static CAPTURED: std::sync::OnceLock<Environment> = std::sync::OnceLock::new();
+        CAPTURED.get_or_init(Self::read).clone()
+    }
+
+    fn read() -> Self {
         let runner = std::env::var(RUNNER_ENV).unwrap_or_else(|_| "native".into());
         Self {
             target_triple: env!("IPC_MATRIX_BUILD_TARGET").to_string(),

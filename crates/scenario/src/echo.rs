@@ -41,7 +41,7 @@ impl Default for RunOptions {
 
 #[derive(Default)]
 struct Tally {
-    recorder: Option<Recorder>,
+    recorder: Recorder,
     measured_time: Duration,
     lost: u64,
 }
@@ -50,12 +50,9 @@ struct Tally {
 pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     let started = Instant::now();
     let environment = Environment::capture();
-    let mut tally = Tally {
-        recorder: Some(Recorder::new()),
-        ..Tally::default()
-    };
+    let mut tally = Tally::default();
     let failure = echo(cell, options, &mut tally).err();
-    let recorder = tally.recorder.take().expect("recorder present");
+    let recorder = &tally.recorder;
     let measured = recorder.count();
     let seconds = tally.measured_time.as_secs_f64();
     let per_second = |n: f64| (seconds > 0.0).then(|| n / seconds);
@@ -181,11 +178,7 @@ fn echo(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Result<(), Fail
             return Err(run.failure(index, kind, mismatch.to_string()));
         }
         if index >= cell.warmup {
-            tally
-                .recorder
-                .as_mut()
-                .expect("recorder present")
-                .record(round_trip);
+            tally.recorder.record(round_trip);
             tally.measured_time += round_trip;
         }
     }

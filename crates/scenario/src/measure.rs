@@ -8,6 +8,12 @@ pub struct Recorder {
     histogram: Histogram<u64>,
 }
 
+impl Default for Recorder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Recorder {
     pub fn new() -> Self {
         // 1 ns to 1 hour at 3 significant figures; longer round trips saturate at the top.

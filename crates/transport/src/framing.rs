@@ -38,14 +38,12 @@ impl<S: TimedStream> Framed<S> {
 
     fn write_all(&mut self, mut data: &[u8], deadline: Instant) -> Result<(), TransportError> {
         while !data.is_empty() {
-            let wait = remaining(deadline, "progress sending")?;
-            let call_wait = wait.min(MAX_CALL_WAIT);
-            if call_wait != self.write_timeout {
-                self.write_timeout = call_wait;
-                self.stream
-                    .set_write_timeout(self.write_timeout)
-                    .map_err(TransportError::io("setting the send timeout"))?;
-            }
+            let stream = &mut self.stream;
+            arm(deadline, "progress sending", &mut self.write_timeout, |t| {
+                stream
+                    .set_write_timeout(t)
+                    .map_err(TransportError::io("setting the send timeout"))
+            })?;
             match self.stream.write(data) {
                 Ok(0) => return Err(TransportError::Closed),
                 Ok(n) => data = &data[n..],
@@ -58,14 +56,12 @@ impl<S: TimedStream> Framed<S> {
 
     fn read_exact(&mut self, mut buf: &mut [u8], deadline: Instant) -> Result<(), TransportError> {
         while !buf.is_empty() {
-            let wait = remaining(deadline, "reply")?;
-            let call_wait = wait.min(MAX_CALL_WAIT);
-            if call_wait != self.read_timeout {
-                self.read_timeout = call_wait;
-                self.stream
-                    .set_read_timeout(self.read_timeout)
-                    .map_err(TransportError::io("setting the receive timeout"))?;
-            }
+            let stream = &mut self.stream;
+            arm(deadline, "reply", &mut self.read_timeout, |t| {
+                stream
+                    .set_read_timeout(t)
+                    .map_err(TransportError::io("setting the receive timeout"))
+            })?;
             match self.stream.read(buf) {
                 Ok(0) => return Err(TransportError::Closed),
                 Ok(n) => buf = &mut buf[n..],
@@ -109,6 +105,22 @@ impl<S: TimedStream> crate::Channel for Framed<S> {
         buf.resize(announced as usize, 0);
         self.read_exact(buf, deadline)
     }
+}
+
+/// Bounds the next blocking call by what is left before `deadline` (at most
+/// MAX_CALL_WAIT); `set` is called only when that differs from `current`.
+fn arm(
+    deadline: Instant,
+    what: &'static str,
+    current: &mut Duration,
+    set: impl FnOnce(Duration) -> Result<(), TransportError>,
+) -> Result<(), TransportError> {
+    let call_wait = remaining(deadline, what)?.min(MAX_CALL_WAIT);
+    if call_wait != *current {
+        set(call_wait)?;
+        *current = call_wait;
+    }
+    Ok(())
 }
 
 /// Time left before `deadline`, or the timeout error naming what did not arrive.
