@@ -1,7 +1,7 @@
 //! Human-readable numbers and the summary table.
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell as TableCell, CellAlignment, Table};
-use ipc_matrix_report::CellResult;
+use ipc_matrix_results::CellResult;
 
 /// `850ns`, `12.3us`, `4.56ms`, `1.23s`.
 pub fn nanos(ns: u64) -> String {

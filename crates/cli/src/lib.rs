@@ -4,7 +4,7 @@
 pub mod format;
 pub mod github;
 
-use ipc_matrix_report::{write_result, CellResult};
+use ipc_matrix_results::{write_result, CellResult};
 use ipc_matrix_scenario::{run_cell, RunOptions};
 use ipc_matrix_spec::Cell;
 use std::path::{Path, PathBuf};

@@ -193,7 +193,7 @@ fn run(cells: &[Cell], out: &Path, fail_fast: bool) -> Result<u8> {
     for path in ipc_matrix::remove_stale_artifacts_once() {
         println!("removed a leftover of a crashed run: {}", path.display());
     }
-    let options = RunOptions::default();
+    let options = RunOptions::from_env().map_err(anyhow::Error::msg)?;
     let mut results = Vec::new();
     let mut not_stored = 0;
     for cell in cells {
@@ -223,14 +223,17 @@ fn run(cells: &[Cell], out: &Path, fail_fast: bool) -> Result<u8> {
 
     println!("{}", summary_table(&results));
     let failed = results.iter().filter(|r| !r.outcome.passed).count();
-    let leg = results.first().map(|r| r.leg.clone()).unwrap_or_default();
+    let run_dir = results
+        .first()
+        .map(|r| ipc_matrix_results::run_dir(out, &r.leg, &r.cell.profile))
+        .unwrap_or_default();
     if not_stored > 0 {
         println!(
             "note: this is an unoptimized build; its {not_stored} results were not stored. \
              Build with --release to keep timings."
         );
     } else {
-        println!("results: {}", out.join(&leg).join("cells").display());
+        println!("results: {}", run_dir.join("cells").display());
     }
     println!(
         "{} cells: {} passed, {failed} failed{}",

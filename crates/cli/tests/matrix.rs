@@ -6,7 +6,7 @@
 //! IPC_MATRIX_PROFILE (default: quick), IPC_MATRIX_OUT (default: target/ipc-matrix).
 
 use ipc_matrix::{default_out_dir, exit_code, run_and_store, Stored};
-use ipc_matrix_report::FailureKind;
+use ipc_matrix_results::FailureKind;
 use ipc_matrix_scenario::{run_cell, Fault, FaultKind, RunOptions};
 use ipc_matrix_spec::{Cell, ScenarioKind, Spec, TransportKind, WakeMode, CELL_GROUP_FAULT};
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -68,7 +68,8 @@ fn selected(args: &Arguments, name: &str) -> bool {
 }
 
 fn run_matrix_cell(cell: &Cell, out: &Path) -> Result<(), Failed> {
-    let (result, stored) = run_and_store(cell, &RunOptions::default(), out);
+    let options = RunOptions::from_env()?;
+    let (result, stored) = run_and_store(cell, &options, out);
     println!("{}", ipc_matrix::format::verdict_line(&result));
     match stored {
         Stored::At(path) => println!("result: {}", path.display()),

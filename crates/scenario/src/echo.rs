@@ -3,11 +3,13 @@
 use crate::fault::Fault;
 use crate::measure::Recorder;
 use crate::payload::Payload;
-use crate::peer::PeerConfig;
+use crate::peer::{PeerConfig, PeerDelay};
+use crate::placement::{self, PinnedThread};
 use crate::spawn::{describe, PeerProcess};
 use crate::verify::compare;
-use ipc_matrix_report::{
-    CellResult, Environment, Failure, FailureKind, Outcome, Throughput, RESULT_SCHEMA_VERSION,
+use ipc_matrix_results::{
+    CellResult, Environment, Failure, FailureKind, Outcome, Placement, Throughput,
+    RESULT_SCHEMA_VERSION,
 };
 use ipc_matrix_spec::Cell;
 use ipc_matrix_transport::{listen, Channel, ListenOptions, TransportError};
@@ -27,6 +29,23 @@ pub struct RunOptions {
     pub setup_timeout: Duration,
     /// A fault the peer commits, for the harness's own tests.
     pub fault: Option<Fault>,
+    /// A deliberate slow-down of the peer, to see a regression flagged.
+    pub peer_delay: Option<PeerDelay>,
+}
+
+impl RunOptions {
+    /// The defaults plus what the environment asks for ([`crate::PEER_DELAY_ENV`]).
+    pub fn from_env() -> Result<Self, String> {
+        Ok(Self {
+            peer_delay: PeerDelay::from_env()?,
+            ..Self::default()
+        })
+    }
+
+    fn peer_delay_for(&self, cell: &Cell) -> Option<Duration> {
+        let delay = self.peer_delay.as_ref()?;
+        delay.applies_to(&cell.id).then_some(delay.per_reply)
+    }
 }
 
 impl Default for RunOptions {
@@ -35,6 +54,7 @@ impl Default for RunOptions {
             peer_program: std::env::current_exe().unwrap_or_else(|_| "ipc-matrix".into()),
             setup_timeout: Duration::from_secs(30),
             fault: None,
+            peer_delay: None,
         }
     }
 }
@@ -50,8 +70,14 @@ struct Tally {
 pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     let started = Instant::now();
     let environment = Environment::capture();
+    let mut placement = placement::choose();
+    let pinned = PinnedThread::pin(placement.measurer_cpu);
+    if pinned.is_err() {
+        placement = Placement::default();
+    }
     let mut tally = Tally::default();
-    let failure = echo(cell, options, &mut tally).err();
+    let failure = echo(cell, options, placement.peer_cpu, &mut tally).err();
+    drop(pinned);
     let recorder = &tally.recorder;
     let measured = recorder.count();
     let seconds = tally.measured_time.as_secs_f64();
@@ -68,6 +94,9 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         measured_round_trips: measured,
         lost: tally.lost,
         latency_ns: recorder.stats(),
+        samples_ns: recorder.samples().to_vec(),
+        placement,
+        peer_delay_us: options.peer_delay_for(cell).map(|d| d.as_micros() as u64),
         round_trips_per_sec: per_second(measured as f64),
         throughput: per_second(moved_bytes).map(|bytes| Throughput {
             mb_per_s: bytes / 1e6,
@@ -89,7 +118,12 @@ fn setup_failure(reason: String) -> Failure {
     }
 }
 
-fn echo(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Result<(), Failure> {
+fn echo(
+    cell: &Cell,
+    options: &RunOptions,
+    peer_cpu: Option<usize>,
+    tally: &mut Tally,
+) -> Result<(), Failure> {
     let len = usize::try_from(cell.payload_bytes).map_err(|_| {
         setup_failure(format!(
             "{} bytes do not fit in memory here",
@@ -111,6 +145,8 @@ fn echo(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Result<(), Fail
         limit,
         idle_timeout: options.setup_timeout + cell.timeout * 2,
         fault: options.fault,
+        delay: options.peer_delay_for(cell),
+        cpu: peer_cpu,
     };
     let mut peer = PeerProcess::spawn(&options.peer_program, &config)
         .map_err(|e| setup_failure(format!("starting the peer: {e}")))?;

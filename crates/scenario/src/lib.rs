@@ -1,18 +1,20 @@
 //! Running one cell: start the peer as a separate process (`<exe> serve ...`), echo
 //! payloads through the cell's transport, compare every reply with what was sent, and turn
-//! the timings into a [`CellResult`](ipc_matrix_report::CellResult).
+//! the timings into a [`CellResult`](ipc_matrix_results::CellResult).
 
 mod echo;
 mod fault;
 mod measure;
 mod payload;
 mod peer;
+mod placement;
 mod spawn;
 mod verify;
 
 pub use echo::{run_cell, RunOptions};
 pub use fault::{Fault, FaultKind};
 pub use payload::{pseudo_random_bytes, Payload};
-pub use peer::{serve_if_requested, PEER_DELAY_ENV, SERVE_ARG};
+pub use peer::{serve_if_requested, PeerDelay, PEER_DELAY_CELLS_ENV, PEER_DELAY_ENV, SERVE_ARG};
+pub use placement::PIN_ENV;
 pub use spawn::PEER_RUNNER_ENV;
 pub use verify::{compare, Mismatch};

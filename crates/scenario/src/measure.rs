@@ -1,11 +1,13 @@
-//! Round-trip times into an HdrHistogram, then the percentiles a report shows.
+//! Round-trip times into an HdrHistogram for the percentiles, and kept in order for
+//! comparisons and plots.
 
 use hdrhistogram::Histogram;
-use ipc_matrix_report::LatencyStats;
+use ipc_matrix_results::{LatencyStats, MAX_SAMPLES_KEPT};
 use std::time::Duration;
 
 pub struct Recorder {
     histogram: Histogram<u64>,
+    samples: Vec<u64>,
 }
 
 impl Default for Recorder {
@@ -19,12 +21,22 @@ impl Recorder {
         // 1 ns to 1 hour at 3 significant figures; longer round trips saturate at the top.
         let histogram = Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
             .expect("bounds and precision are valid");
-        Self { histogram }
+        Self {
+            histogram,
+            samples: Vec::new(),
+        }
     }
 
     pub fn record(&mut self, round_trip: Duration) {
         let ns = (round_trip.as_nanos() as u64).max(1);
         self.histogram.saturating_record(ns);
+        if self.samples.len() < MAX_SAMPLES_KEPT {
+            self.samples.push(ns);
+        }
+    }
+
+    pub fn samples(&self) -> &[u64] {
+        &self.samples
     }
 
     pub fn count(&self) -> u64 {

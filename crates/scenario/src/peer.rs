@@ -3,15 +3,47 @@
 //! fault it was told to commit, if any.
 
 use crate::fault::{Fault, FaultKind};
-use ipc_matrix_transport::{connect, die_with_parent, PeerAddress};
+use ipc_matrix_transport::{connect, die_with_parent, set_thread_cpus, PeerAddress};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 /// The first argument that turns a binary of ours into a peer.
 pub const SERVE_ARG: &str = "serve";
-/// Microseconds the peer sleeps before each reply: a documented way to slow a peer down
-/// and see a regression flagged.
+/// Microseconds the peer waits before each reply: the documented way to slow a peer
+/// down and see a regression flagged.
 pub const PEER_DELAY_ENV: &str = "IPC_MATRIX_PEER_DELAY_US";
+/// A regular expression choosing the cells whose peer is slowed; all cells when unset.
+pub const PEER_DELAY_CELLS_ENV: &str = "IPC_MATRIX_PEER_DELAY_CELLS";
+
+/// A delay added by the peer before every reply, to the cells it applies to.
+#[derive(Debug, Clone)]
+pub struct PeerDelay {
+    pub per_reply: Duration,
+    pub cells: Option<regex::Regex>,
+}
+
+impl PeerDelay {
+    /// Reads [`PEER_DELAY_ENV`] and [`PEER_DELAY_CELLS_ENV`]; `None` when no delay is set.
+    pub fn from_env() -> Result<Option<Self>, String> {
+        let Ok(micros) = std::env::var(PEER_DELAY_ENV) else {
+            return Ok(None);
+        };
+        let per_reply = micros.trim().parse::<u64>().map(Duration::from_micros).map_err(|_| {
+            format!("{PEER_DELAY_ENV}={micros:?} is not a whole number of microseconds")
+        })?;
+        let cells = match std::env::var(PEER_DELAY_CELLS_ENV) {
+            Ok(pattern) => Some(regex::Regex::new(&pattern).map_err(|e| {
+                format!("{PEER_DELAY_CELLS_ENV}={pattern:?} is not a regular expression: {e}")
+            })?),
+            Err(_) => None,
+        };
+        Ok(Some(Self { per_reply, cells }))
+    }
+
+    pub fn applies_to(&self, cell_id: &str) -> bool {
+        self.cells.as_ref().is_none_or(|re| re.is_match(cell_id))
+    }
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PeerConfig {
@@ -23,6 +55,10 @@ pub struct PeerConfig {
     /// The peer gives up when no message arrives for this long.
     pub idle_timeout: Duration,
     pub fault: Option<Fault>,
+    /// Added before every reply (see [`PEER_DELAY_ENV`]).
+    pub delay: Option<Duration>,
+    /// The CPU the peer pins itself to.
+    pub cpu: Option<usize>,
 }
 
 /// If this process was started as a peer, serves and exits; otherwise returns at once.
@@ -57,14 +93,9 @@ fn serve(config: PeerConfig) -> Result<(), String> {
     if !die_with_parent(config.parent) {
         return Err("the measuring process exited before the peer started".into());
     }
-    let delay = std::env::var(PEER_DELAY_ENV)
-        .ok()
-        .map(|v| {
-            v.parse::<u64>()
-                .map(Duration::from_micros)
-                .map_err(|_| format!("{PEER_DELAY_ENV}={v} is not a number of microseconds"))
-        })
-        .transpose()?;
+    if let Some(cpu) = config.cpu {
+        set_thread_cpus(&[cpu]).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
+    }
     let idle = config.idle_timeout;
     let mut channel =
         connect(&config.address, Instant::now() + idle).map_err(|e| format!("connecting: {e}"))?;
@@ -78,8 +109,12 @@ fn serve(config: PeerConfig) -> Result<(), String> {
         if message.is_empty() {
             return Ok(());
         }
-        if let Some(delay) = delay {
-            std::thread::sleep(delay);
+        if let Some(delay) = config.delay {
+            // A spin, not a sleep: sleeping adds the timer slack (50 us by default) on top.
+            let until = Instant::now() + delay;
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
         }
         if let Some(fault) = config.fault.filter(|f| f.at == index) {
             commit(fault.kind, &mut message);

@@ -67,6 +67,37 @@ pub struct Profile {
     /// Overrides keyed by scenario name.
     #[serde(default)]
     pub scenarios: BTreeMap<String, Overrides>,
+    /// How a run of this profile is judged against its baseline.
+    #[serde(default)]
+    pub regression: RegressionPolicy,
+}
+
+/// When a slower run counts as a regression, and what a regression does.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegressionPolicy {
+    /// The smallest slow-down worth flagging, as a fraction (0.5: 50 % slower). A cell
+    /// whose baseline is noisier than this gets a wider margin of its own.
+    #[serde(default = "RegressionPolicy::default_min_change")]
+    pub min_change: f64,
+    /// A regression fails the run (as `--strict` does) instead of only warning.
+    #[serde(default)]
+    pub strict: bool,
+}
+
+impl RegressionPolicy {
+    fn default_min_change() -> f64 {
+        0.5
+    }
+}
+
+impl Default for RegressionPolicy {
+    fn default() -> Self {
+        Self {
+            min_change: Self::default_min_change(),
+            strict: false,
+        }
+    }
 }
 
 /// The scenario fields a profile may change.

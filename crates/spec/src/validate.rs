@@ -114,6 +114,20 @@ impl Spec {
                     format!("profile name `{profile}` may use only a-z, 0-9 and `-`"),
                 ));
             }
+            let min_change = body.regression.min_change;
+            if !(min_change.is_finite() && min_change > 0.0 && min_change <= 10.0) {
+                out.push((
+                    vec![
+                        key("profiles"),
+                        key(profile),
+                        key("regression"),
+                        key("min_change"),
+                    ],
+                    format!(
+                        "min_change {min_change} is not a fraction between 0 and 10 (0.5 means 50 % slower)"
+                    ),
+                ));
+            }
             for (scenario, overrides) in &body.scenarios {
                 let at = vec![
                     key("profiles"),

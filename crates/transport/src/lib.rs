@@ -16,7 +16,7 @@ mod udp;
 pub use cleanup::remove_stale_artifacts;
 pub use error::TransportError;
 pub use ipc_matrix_spec::{TransportKind, WakeMode};
-pub use platform::{die_with_parent, process_alive};
+pub use platform::{allowed_cpus, die_with_parent, process_alive, set_thread_cpus};
 
 use serde::{Deserialize, Serialize};
 use std::time::Instant;

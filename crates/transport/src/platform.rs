@@ -80,3 +80,35 @@ pub fn die_with_parent(expected_parent: u32) -> bool {
 pub fn current_pid() -> u32 {
     std::process::id()
 }
+
+/// The CPUs this thread may run on, in ascending order.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
+            .collect()
+    }
+}
+
+/// Restricts the calling thread to `cpus` (an empty list allows nothing and is refused).
+pub fn set_thread_cpus(cpus: &[usize]) -> std::io::Result<()> {
+    if cpus.is_empty() {
+        return Err(std::io::Error::other("an empty CPU set"));
+    }
+    // SAFETY: as above; CPU_SET only writes inside the set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &cpu in cpus {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}

@@ -1,5 +1,6 @@
-//! Where results live: `<out>/<triple>@<runner>/cells/<cell>.json`, each written to a
-//! temporary file and renamed, so a crash never leaves half a result.
+//! Where results live: `<out>/<triple>@<runner>/<profile>/cells/<cell>.json`, each written
+//! to a temporary file and renamed, so a crash never leaves half a result. Keeping profiles
+//! apart means a report never mixes a quick run's cells with a full run's.
 
 use crate::{CellResult, RESULT_SCHEMA_VERSION};
 use std::io;
@@ -9,8 +10,9 @@ pub fn leg_name(triple: &str, runner: &str) -> String {
     format!("{triple}@{runner}")
 }
 
-pub fn leg_dir(out: &Path, leg: &str) -> PathBuf {
-    out.join(leg)
+/// The folder of one leg's results for one profile, where its reports are written too.
+pub fn run_dir(out: &Path, leg: &str, profile: &str) -> PathBuf {
+    out.join(leg).join(profile)
 }
 
 /// `echo::tcp::200B` -> `echo.tcp.200B.json`.
@@ -18,9 +20,9 @@ pub fn cell_file_name(cell_id: &str) -> String {
     format!("{}.json", cell_id.replace("::", "."))
 }
 
-/// Writes one result under `<out>/<leg>/cells/` and returns its path.
+/// Writes one result under `<out>/<leg>/<profile>/cells/` and returns its path.
 pub fn write_result(out: &Path, result: &CellResult) -> io::Result<PathBuf> {
-    let dir = leg_dir(out, &result.leg).join("cells");
+    let dir = run_dir(out, &result.leg, &result.cell.profile).join("cells");
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(cell_file_name(&result.cell.id));
     let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
@@ -30,11 +32,14 @@ pub fn write_result(out: &Path, result: &CellResult) -> io::Result<PathBuf> {
     Ok(path)
 }
 
-/// Reads every result of one leg, sorted by cell id; files of another schema version are
-/// reported, not guessed at.
-pub fn read_results(leg_dir: &Path) -> io::Result<Vec<CellResult>> {
+/// Reads every result of one run folder ([`run_dir`]), sorted by cell id; files of
+/// another schema version are reported, not guessed at.
+pub fn read_results(run_dir: &Path) -> io::Result<Vec<CellResult>> {
     let mut results = Vec::new();
-    for entry in std::fs::read_dir(leg_dir.join("cells"))? {
+    let cells = run_dir.join("cells");
+    let entries = std::fs::read_dir(&cells)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", cells.display())))?;
+    for entry in entries {
         let path = entry?.path();
         if path.extension().is_none_or(|e| e != "json") {
             continue;

@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::Environment;
 
-pub const RESULT_SCHEMA_VERSION: u32 = 1;
+pub const RESULT_SCHEMA_VERSION: u32 = 2;
+/// Results keep at most this many raw round-trip times (the first ones).
+pub const MAX_SAMPLES_KEPT: usize = 100_000;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CellResult {
@@ -21,6 +23,15 @@ pub struct CellResult {
     pub lost: u64,
     /// Percentiles of the round-trip time; absent when nothing was measured.
     pub latency_ns: Option<LatencyStats>,
+    /// Every timed round trip in nanoseconds, in the order they happened (lost ones
+    /// left out), at most [`MAX_SAMPLES_KEPT`]: the input of baselines, comparisons and
+    /// the latency-over-index plots.
+    pub samples_ns: Vec<u64>,
+    /// CPUs the two processes were pinned to.
+    pub placement: Placement,
+    /// A delay the peer was told to add before each reply (`IPC_MATRIX_PEER_DELAY_US`);
+    /// such a result measures a deliberately slowed peer.
+    pub peer_delay_us: Option<u64>,
     pub round_trips_per_sec: Option<f64>,
     /// Payload bytes moved per second, counting the request and the reply.
     pub throughput: Option<Throughput>,
@@ -83,4 +94,12 @@ pub struct Throughput {
     pub mb_per_s: f64,
     /// Megabits (10^6 bits) per second.
     pub mbit_per_s: f64,
+}
+
+/// CPUs the measuring thread and the peer process were pinned to; `None` when left to the
+/// scheduler.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    pub measurer_cpu: Option<usize>,
+    pub peer_cpu: Option<usize>,
 }
