@@ -1,0 +1,10 @@
+//! Baselines and verdicts: what a leg's timings were when last accepted
+//! (`baselines/<leg>/<profile>.json`), and whether a run is faster, slower or the same,
+//! decided so that the noise of a shared machine does not raise false alarms.
+
+mod file;
+pub mod stats;
+mod verdict;
+
+pub use file::{baseline_path, Baseline, BaselineCell, BaselineError, BASELINE_FORMAT_VERSION};
+pub use verdict::{judge, CellVerdict, Change, RunVerdict, Verdict, ALPHA, MIN_BATCHES};

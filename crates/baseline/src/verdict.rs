@@ -1,0 +1,227 @@
+//! Current run vs baseline, per cell: improved, unchanged or regressed, with the ratio of
+//! median round trips and how sure we are of it.
+//!
+//! A cell is called regressed only when both hold:
+//! - the Mann-Whitney test finds the two samples of batch medians different at p < 0.01;
+//! - the whole 95 % bootstrap interval of the ratio lies above 1 + margin, where the
+//!   margin is the profile's `min_change` or, for a cell whose baseline is noisier than
+//!   that, twice the baseline's relative interquartile spread.
+//!
+//! Improved mirrors it below 1 / (1 + margin). Anything else is unchanged: a run-to-run
+//! wobble on a shared machine is neither. The margin exists because batches within one
+//! run do not see the run-to-run variation (another tenant, CPU frequency); with the
+//! processes pinned, medians of unchanged runs moved by up to 1.4x here.
+
+use crate::file::Baseline;
+use crate::stats::{
+    batch_medians, bootstrap_ratio_interval, mann_whitney_p, median, relative_spread, seed_of,
+};
+use ipc_matrix_results::CellResult;
+use ipc_matrix_spec::RegressionPolicy;
+use serde::Serialize;
+
+/// Significance level of the Mann-Whitney test.
+pub const ALPHA: f64 = 0.01;
+/// Fewer batch medians than this on either side cannot support a verdict.
+pub const MIN_BATCHES: usize = 5;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Improved,
+    Unchanged,
+    Regressed,
+    /// The baseline has no such cell.
+    New,
+    /// The cell failed; it has no timing to compare.
+    Failed,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Improved => "improved",
+            Verdict::Unchanged => "unchanged",
+            Verdict::Regressed => "regressed",
+            Verdict::New => "new",
+            Verdict::Failed => "failed",
+        }
+    }
+}
+
+/// How large a change is and how sure we are of it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Change {
+    /// median(current) / median(baseline) of the batch medians; 2.0 = twice as slow.
+    pub ratio: f64,
+    /// The 95 % bootstrap interval of the ratio.
+    pub ci_low: f64,
+    pub ci_high: f64,
+    /// Two-sided Mann-Whitney p-value.
+    pub p_value: f64,
+    /// The ratio must clear 1 + margin (or fall under 1 / (1 + margin)) to count.
+    pub margin: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CellVerdict {
+    pub cell_id: String,
+    pub verdict: Verdict,
+    pub change: Option<Change>,
+    pub baseline_p50_ns: Option<u64>,
+    pub current_p50_ns: Option<u64>,
+    /// False when this verdict only informs (an emulated leg, a baseline from another CPU,
+    /// another CPU placement): such a regression never warns or fails.
+    pub gating: bool,
+    /// What a reader should know, e.g. "peer slowed by 50 us on purpose".
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunVerdict {
+    pub leg: String,
+    pub profile: String,
+    /// Why no verdict of this run gates, when none does.
+    pub informational: Option<String>,
+    pub cells: Vec<CellVerdict>,
+    /// Cells in the baseline that this run did not produce.
+    pub not_run: Vec<String>,
+}
+
+impl RunVerdict {
+    /// Regressions that warn (or, under --strict, fail).
+    pub fn gating_regressions(&self) -> impl Iterator<Item = &CellVerdict> {
+        self.cells
+            .iter()
+            .filter(|c| c.gating && c.verdict == Verdict::Regressed)
+    }
+
+    pub fn count(&self, verdict: Verdict) -> usize {
+        self.cells.iter().filter(|c| c.verdict == verdict).count()
+    }
+}
+
+/// Judges every result against `baseline` (which may be absent: every cell is then new).
+pub fn judge(
+    results: &[CellResult],
+    baseline: Option<&Baseline>,
+    policy: RegressionPolicy,
+) -> RunVerdict {
+    let (leg, profile) = results
+        .first()
+        .map(|r| (r.leg.clone(), r.cell.profile.clone()))
+        .or_else(|| baseline.map(|b| (b.leg.clone(), b.profile.clone())))
+        .unwrap_or_default();
+    let informational = run_wide_reason(results, baseline);
+    let cells = results
+        .iter()
+        .map(|result| {
+            let mut verdict = judge_cell(result, baseline, policy);
+            verdict.gating &= informational.is_none();
+            verdict
+        })
+        .collect();
+    let not_run = baseline
+        .map(|b| {
+            b.cells
+                .keys()
+                .filter(|id| !results.iter().any(|r| &r.cell.id == *id))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    RunVerdict {
+        leg,
+        profile,
+        informational,
+        cells,
+        not_run,
+    }
+}
+
+fn run_wide_reason(results: &[CellResult], baseline: Option<&Baseline>) -> Option<String> {
+    let current = &results.first()?.environment;
+    if current.runner != "native" {
+        return Some(format!(
+            "emulated leg ({}): its timings measure the emulator, so its verdicts only inform",
+            current.runner
+        ));
+    }
+    let baseline = baseline?;
+    if baseline.environment.cpu_model != current.cpu_model {
+        return Some(format!(
+            "the baseline was measured on another CPU ({}; this run: {}), so its verdicts only inform",
+            baseline.environment.cpu_model, current.cpu_model
+        ));
+    }
+    None
+}
+
+fn judge_cell(
+    result: &CellResult,
+    baseline: Option<&Baseline>,
+    policy: RegressionPolicy,
+) -> CellVerdict {
+    let mut verdict = CellVerdict {
+        cell_id: result.cell.id.clone(),
+        verdict: Verdict::New,
+        change: None,
+        baseline_p50_ns: None,
+        current_p50_ns: result.latency_ns.map(|l| l.p50),
+        gating: true,
+        notes: Vec::new(),
+    };
+    if let Some(us) = result.peer_delay_us {
+        verdict
+            .notes
+            .push(format!("peer slowed by {us} us per reply on purpose"));
+    }
+    let base = baseline.and_then(|b| b.cells.get(&result.cell.id));
+    if let Some(base) = base {
+        verdict.baseline_p50_ns = Some(base.p50_ns);
+        if base.placement != result.placement {
+            verdict.gating = false;
+            verdict.notes.push(format!(
+                "CPU placement differs from the baseline's ({:?} vs {:?})",
+                result.placement, base.placement
+            ));
+        }
+    }
+    if !result.outcome.passed {
+        verdict.verdict = Verdict::Failed;
+        return verdict;
+    }
+    let Some(base) = base else {
+        return verdict;
+    };
+    let current = batch_medians(&result.samples_ns);
+    let baseline = &base.batch_medians_ns;
+    if current.len() < MIN_BATCHES || baseline.len() < MIN_BATCHES {
+        verdict.verdict = Verdict::Unchanged;
+        verdict.notes.push(format!(
+            "too few samples to judge ({} and {} batch medians; at least {MIN_BATCHES} each)",
+            baseline.len(),
+            current.len()
+        ));
+        return verdict;
+    }
+    let margin = policy.min_change.max(2.0 * relative_spread(baseline));
+    let (ci_low, ci_high) = bootstrap_ratio_interval(baseline, &current, seed_of(&result.cell.id));
+    let change = Change {
+        ratio: median(&current) as f64 / median(baseline).max(1) as f64,
+        ci_low,
+        ci_high,
+        p_value: mann_whitney_p(baseline, &current),
+        margin,
+    };
+    let significant = change.p_value < ALPHA;
+    verdict.verdict = if significant && change.ci_low > 1.0 + margin {
+        Verdict::Regressed
+    } else if significant && change.ci_high < 1.0 / (1.0 + margin) {
+        Verdict::Improved
+    } else {
+        Verdict::Unchanged
+    };
+    verdict.change = Some(change);
+    verdict
+}
