@@ -126,7 +126,8 @@ fn erfc(x: f64) -> f64 {
     let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
     let poly = t
         * (0.254_829_592
-            + t * (-0.284_496_736 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
     let tail = poly * (-x * x).exp();
     if x >= 0.0 {
         tail
@@ -145,7 +146,9 @@ pub fn bootstrap_ratio_interval(baseline: &[u64], current: &[u64], seed: u64) ->
     let mut state = seed;
     let mut resample = |from: &[u64], into: &mut Vec<u64>| {
         into.clear();
-        into.extend((0..from.len()).map(|_| from[(splitmix64(&mut state) % from.len() as u64) as usize]));
+        into.extend(
+            (0..from.len()).map(|_| from[(splitmix64(&mut state) % from.len() as u64) as usize]),
+        );
         median(into) as f64
     };
     let (mut a, mut b) = (Vec::new(), Vec::new());
@@ -214,7 +217,12 @@ mod tests {
 
     #[test]
     fn erfc_matches_reference_values() {
-        for (x, expected) in [(0.0, 1.0), (0.5, 0.479_500_122), (1.0, 0.157_299_207), (2.0, 0.004_677_735)] {
+        for (x, expected) in [
+            (0.0, 1.0),
+            (0.5, 0.479_500_122),
+            (1.0, 0.157_299_207),
+            (2.0, 0.004_677_735),
+        ] {
             assert!((erfc(x) - expected).abs() < 2e-7, "erfc({x})");
         }
     }
@@ -226,7 +234,10 @@ mod tests {
         let (low, high) = bootstrap_ratio_interval(&baseline, &doubled, 7);
         assert!(low > 1.9 && high < 2.1, "[{low}, {high}]");
         let (low, high) = bootstrap_ratio_interval(&baseline, &baseline, 7);
-        assert!(low < 1.0 && high > 1.0 || (low == 1.0 && high == 1.0), "[{low}, {high}]");
+        assert!(
+            low < 1.0 && high > 1.0 || (low == 1.0 && high == 1.0),
+            "[{low}, {high}]"
+        );
         // Seeded: the same inputs give the same interval.
         assert_eq!(
             bootstrap_ratio_interval(&baseline, &doubled, 7),

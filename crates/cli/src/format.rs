@@ -1,21 +1,8 @@
 //! Human-readable numbers and the summary table.
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell as TableCell, CellAlignment, Table};
+use ipc_matrix_report::units::nanos;
 use ipc_matrix_results::CellResult;
-
-/// `850ns`, `12.3us`, `4.56ms`, `1.23s`.
-pub fn nanos(ns: u64) -> String {
-    let ns = ns as f64;
-    if ns < 1e3 {
-        format!("{ns:.0}ns")
-    } else if ns < 1e6 {
-        format!("{:.1}us", ns / 1e3)
-    } else if ns < 1e9 {
-        format!("{:.2}ms", ns / 1e6)
-    } else {
-        format!("{:.2}s", ns / 1e9)
-    }
-}
 
 /// One line per finished cell: verdict, id, and the headline numbers.
 pub fn verdict_line(result: &CellResult) -> String {

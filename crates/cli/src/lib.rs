@@ -3,6 +3,7 @@
 
 pub mod format;
 pub mod github;
+pub mod reporting;
 
 use ipc_matrix_results::{write_result, CellResult};
 use ipc_matrix_scenario::{run_cell, RunOptions};
@@ -16,6 +17,8 @@ pub mod exit_code {
     pub const CELL_FAILED: u8 = 1;
     /// Bad command line or matrix file.
     pub const USAGE: u8 = 2;
+    /// A cell regressed against its baseline and the run is strict.
+    pub const REGRESSED: u8 = 3;
     /// The selection matched no cell.
     pub const NO_CELLS: u8 = 4;
 }

@@ -4,9 +4,17 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use ipc_matrix::format::{summary_table, verdict_line};
+use ipc_matrix::reporting::{
+    baselines_dir, github_annotations, leg_report, legs_with_results, now_unix, running_on_github,
+    verdict_summary, verdict_table,
+};
 use ipc_matrix::{default_out_dir, exit_code, run_and_store, Stored};
+use ipc_matrix_baseline::{baseline_path, Baseline};
+use ipc_matrix_report::cross::Column;
+use ipc_matrix_report::write_leg_report;
+use ipc_matrix_results::Environment;
 use ipc_matrix_scenario::RunOptions;
-use ipc_matrix_spec::{Cell, Spec};
+use ipc_matrix_spec::{Cell, RegressionPolicy, Spec};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -38,6 +46,38 @@ enum Command {
         /// Stop at the first failing cell.
         #[arg(long)]
         fail_fast: bool,
+        #[command(flatten)]
+        judging: Judging,
+    },
+    /// Write report.md, report.html and results.json for each leg with stored results,
+    /// judged against its baseline; with --compare, put result folders side by side.
+    Report {
+        /// The matrix file (for the profile's regression policy).
+        #[arg(long, value_name = "FILE", default_value = "matrix.yaml")]
+        matrix: PathBuf,
+        /// The profile whose results are reported.
+        #[arg(long, default_value = "quick")]
+        profile: String,
+        /// Folder the results are in; default: <target dir>/ipc-matrix.
+        #[arg(long, value_name = "DIR")]
+        results: Option<PathBuf>,
+        /// Only this leg (`<triple>@<runner>`); repeatable; default: every leg with results.
+        #[arg(long, value_name = "LEG")]
+        leg: Vec<String>,
+        #[command(flatten)]
+        judging: Judging,
+        /// Result folders (`<results>/<leg>/<profile>`) to put side by side, first one the
+        /// reference; writes comparison.md and comparison.html.
+        #[arg(long, num_args = 2.., value_name = "DIR", conflicts_with_all = ["leg", "strict"])]
+        compare: Vec<PathBuf>,
+        /// Where --compare writes; default: <results>/compare.
+        #[arg(long, value_name = "DIR", requires = "compare")]
+        out: Option<PathBuf>,
+    },
+    /// Manage the committed baselines (baselines/<leg>/<profile>.json).
+    Baseline {
+        #[command(subcommand)]
+        action: BaselineAction,
     },
     /// List the cells a profile and filter select, one per line.
     List {
@@ -54,6 +94,43 @@ enum Command {
         #[arg(long)]
         github: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum BaselineAction {
+    /// Show how the stored results differ from the baseline, then make them the baseline.
+    /// Failed cells and cells run with a slowed peer keep their old entry.
+    Accept {
+        /// The matrix file.
+        #[arg(long, value_name = "FILE", default_value = "matrix.yaml")]
+        matrix: PathBuf,
+        /// The profile whose results become its baseline.
+        #[arg(long, default_value = "quick")]
+        profile: String,
+        /// Folder the results are in; default: <target dir>/ipc-matrix.
+        #[arg(long, value_name = "DIR")]
+        results: Option<PathBuf>,
+        /// Only this leg; repeatable; default: every leg with results.
+        #[arg(long, value_name = "LEG")]
+        leg: Vec<String>,
+        /// Folder of the baselines; default: baselines/ next to the matrix file.
+        #[arg(long, value_name = "DIR")]
+        baselines: Option<PathBuf>,
+        /// Show the difference only; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+/// How a run is judged against its baseline.
+#[derive(clap::Args)]
+struct Judging {
+    /// Folder of the baselines; default: baselines/ next to the matrix file.
+    #[arg(long, value_name = "DIR")]
+    baselines: Option<PathBuf>,
+    /// A regression fails (exit 3) instead of warning; also set per profile in matrix.yaml.
+    #[arg(long)]
+    strict: bool,
 }
 
 #[derive(clap::Args)]
@@ -142,10 +219,86 @@ fn main() -> ExitCode {
             selection,
             out,
             fail_fast,
+            judging,
         } => selection.cells().and_then(|cells| {
             let out = out.unwrap_or_else(|| default_out_dir(Path::new(".")));
-            run(&cells, &out, fail_fast)
+            let code = run(&cells, &out, fail_fast)?;
+            if !Environment::capture().is_optimized() {
+                return Ok(code); // nothing was stored to judge
+            }
+            let policy = regression_policy(&selection.matrix, &selection.profile)?;
+            let baselines = baselines_dir(judging.baselines.clone(), &selection.matrix);
+            let leg = Environment::capture().leg();
+            let judged = report_legs(
+                &out,
+                &baselines,
+                &[leg],
+                &selection.profile,
+                policy,
+                judging.strict,
+            )?;
+            Ok(code.max(judged))
         }),
+        Command::Report {
+            matrix,
+            profile,
+            results,
+            leg,
+            judging,
+            compare,
+            out,
+        } => {
+            let results = results.unwrap_or_else(|| default_out_dir(Path::new(".")));
+            if compare.is_empty() {
+                regression_policy(&matrix, &profile).and_then(|policy| {
+                    let legs = if leg.is_empty() {
+                        legs_with_results(&results, &profile)?
+                    } else {
+                        leg
+                    };
+                    if legs.is_empty() {
+                        return Err(NoCells(format!(
+                            "no results of profile `{profile}` under {}; run the cells first",
+                            results.display()
+                        ))
+                        .into());
+                    }
+                    let baselines = baselines_dir(judging.baselines, &matrix);
+                    report_legs(
+                        &results,
+                        &baselines,
+                        &legs,
+                        &profile,
+                        policy,
+                        judging.strict,
+                    )
+                })
+            } else {
+                compare_folders(&compare, &out.unwrap_or_else(|| results.join("compare")))
+            }
+        }
+        Command::Baseline {
+            action:
+                BaselineAction::Accept {
+                    matrix,
+                    profile,
+                    results,
+                    leg,
+                    baselines,
+                    dry_run,
+                },
+        } => {
+            let results = results.unwrap_or_else(|| default_out_dir(Path::new(".")));
+            regression_policy(&matrix, &profile).and_then(|policy| {
+                let legs = if leg.is_empty() {
+                    legs_with_results(&results, &profile)?
+                } else {
+                    leg
+                };
+                let baselines = baselines_dir(baselines, &matrix);
+                accept(&results, &baselines, &legs, &profile, policy, dry_run)
+            })
+        }
     };
     match outcome {
         Ok(code) => ExitCode::from(code),
@@ -158,6 +311,169 @@ fn main() -> ExitCode {
             })
         }
     }
+}
+
+fn regression_policy(matrix: &Path, profile: &str) -> Result<RegressionPolicy> {
+    let spec = Spec::load(matrix).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let profiles = spec.profile_names().join(", ");
+    spec.profiles
+        .get(profile)
+        .map(|p| p.regression)
+        .ok_or_else(|| {
+            anyhow::anyhow!("no profile is named `{profile}`; the profiles are: {profiles}")
+        })
+}
+
+/// Judges and writes the reports of `legs`; exit 3 when a gating regression meets a
+/// strict run, else 0 (regressions then only warn).
+fn report_legs(
+    results: &Path,
+    baselines: &Path,
+    legs: &[String],
+    profile: &str,
+    policy: RegressionPolicy,
+    strict_flag: bool,
+) -> Result<u8> {
+    let strict = strict_flag || policy.strict;
+    let mut regressions = 0;
+    for leg in legs {
+        let report = leg_report(results, baselines, leg, profile, policy)?;
+        let dir = ipc_matrix_results::run_dir(results, leg, profile);
+        let written = write_leg_report(&dir, &report)
+            .with_context(|| format!("writing the reports into {}", dir.display()))?;
+        if report.verdict.cells.iter().any(|c| c.change.is_some()) {
+            println!("{}", verdict_table(&report));
+        }
+        println!("{}", verdict_summary(&report));
+        if running_on_github() {
+            for line in github_annotations(&report) {
+                println!("{line}");
+            }
+        }
+        for cell in report.verdict.gating_regressions() {
+            eprintln!(
+                "warning: {}: {} regressed",
+                report.verdict.leg, cell.cell_id
+            );
+        }
+        regressions += report.verdict.gating_regressions().count();
+        println!(
+            "reports: {}\n         {}\n         {}",
+            written.markdown.display(),
+            written.html.display(),
+            written.json.display()
+        );
+    }
+    Ok(match (regressions, strict) {
+        (0, _) => exit_code::OK,
+        (_, true) => {
+            eprintln!("error: {regressions} regression(s) and the run is strict");
+            exit_code::REGRESSED
+        }
+        (_, false) => exit_code::OK,
+    })
+}
+
+fn compare_folders(folders: &[PathBuf], out: &Path) -> Result<u8> {
+    let columns = folders
+        .iter()
+        .map(|dir| {
+            let results = ipc_matrix_results::read_results(dir).with_context(|| {
+                format!(
+                    "--compare {}: expected <results>/<leg>/<profile>",
+                    dir.display()
+                )
+            })?;
+            let first = results
+                .first()
+                .with_context(|| format!("{}: no cell results", dir.display()))?;
+            Ok(Column {
+                name: format!("{} ({})", first.leg, first.cell.profile),
+                runner: first.environment.runner.clone(),
+                results,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    // Two folders of the same leg and profile (before and after a change): name them by path.
+    let mut columns = columns;
+    let names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+    for (column, dir) in columns.iter_mut().zip(folders) {
+        if names.iter().filter(|n| **n == column.name).count() > 1 {
+            column.name = dir.display().to_string();
+        }
+    }
+    let (md, html) = ipc_matrix_report::cross::write(out, &columns)?;
+    println!("{}", ipc_matrix_report::cross::markdown(&columns));
+    println!(
+        "comparison: {}\n            {}",
+        md.display(),
+        html.display()
+    );
+    Ok(exit_code::OK)
+}
+
+/// Shows how the results differ from the baseline, then stores them as the baseline.
+fn accept(
+    results: &Path,
+    baselines: &Path,
+    legs: &[String],
+    profile: &str,
+    policy: RegressionPolicy,
+    dry_run: bool,
+) -> Result<u8> {
+    if legs.is_empty() {
+        anyhow::bail!(
+            "no results of profile `{profile}` under {}",
+            results.display()
+        );
+    }
+    for leg in legs {
+        let report = leg_report(results, baselines, leg, profile, policy)?;
+        let path = baseline_path(baselines, leg, profile);
+        match &report.baseline {
+            Some(_) => println!(
+                "{leg} ({profile}): stored results against {}",
+                path.display()
+            ),
+            None => println!("{leg} ({profile}): no baseline yet at {}", path.display()),
+        }
+        println!("{}", verdict_table(&report));
+        for id in &report.verdict.not_run {
+            println!("  {id}: in the baseline, not in these results: dropped");
+        }
+        let (keep, refuse): (Vec<_>, Vec<_>) = report
+            .results
+            .iter()
+            .cloned()
+            .partition(|r| r.outcome.passed && r.peer_delay_us.is_none());
+        let mut baseline = Baseline::from_results(&keep, now_unix())
+            .with_context(|| format!("{leg}: no passing cell to accept"))?;
+        for r in &refuse {
+            let why = if r.outcome.passed {
+                "ran with a slowed peer"
+            } else {
+                "failed"
+            };
+            let old = report
+                .baseline
+                .as_ref()
+                .and_then(|b| b.baseline.cells.get(&r.cell.id));
+            match old {
+                Some(old) => {
+                    println!("  {}: {why}; its old baseline entry is kept", r.cell.id);
+                    baseline.cells.insert(r.cell.id.clone(), old.clone());
+                }
+                None => println!("  {}: {why}; not accepted", r.cell.id),
+            }
+        }
+        if dry_run {
+            println!("dry run: {} not written", path.display());
+        } else {
+            baseline.save(&path)?;
+            println!("wrote {} ({} cells)", path.display(), baseline.cells.len());
+        }
+    }
+    Ok(exit_code::OK)
 }
 
 fn legs(matrix: &Path, github: bool) -> Result<u8> {

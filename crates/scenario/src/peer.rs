@@ -28,9 +28,13 @@ impl PeerDelay {
         let Ok(micros) = std::env::var(PEER_DELAY_ENV) else {
             return Ok(None);
         };
-        let per_reply = micros.trim().parse::<u64>().map(Duration::from_micros).map_err(|_| {
-            format!("{PEER_DELAY_ENV}={micros:?} is not a whole number of microseconds")
-        })?;
+        let per_reply = micros
+            .trim()
+            .parse::<u64>()
+            .map(Duration::from_micros)
+            .map_err(|_| {
+                format!("{PEER_DELAY_ENV}={micros:?} is not a whole number of microseconds")
+            })?;
         let cells = match std::env::var(PEER_DELAY_CELLS_ENV) {
             Ok(pattern) => Some(regex::Regex::new(&pattern).map_err(|e| {
                 format!("{PEER_DELAY_CELLS_ENV}={pattern:?} is not a regular expression: {e}")

@@ -15,7 +15,7 @@ mod validate;
 pub use cell::{Cell, CELL_GROUP_FAULT};
 pub use error::{SpecError, SpecErrors};
 pub use model::{
-    Overrides, Profile, RegressionPolicy, Runner, Scenario, ScenarioKind, Spec, Target, TransportKind, WakeMode,
-    SCHEMA_VERSION,
+    Overrides, Profile, RegressionPolicy, Runner, Scenario, ScenarioKind, Spec, Target,
+    TransportKind, WakeMode, SCHEMA_VERSION,
 };
 pub use units::{ByteSize, Count, DurationSpec, UDP_MAX_PAYLOAD};

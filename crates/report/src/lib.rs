@@ -1,0 +1,97 @@
+//! Reports, per leg and across legs:
+//! - `report.md`: GitHub-flavoured Markdown, fit for a job summary ([`markdown`]);
+//! - `report.html`: one self-contained page with SVG plots, no network ([`html`], [`plots`]);
+//! - `results.json`: the versioned document tools read ([`document`]);
+//! - `comparison.md` / `comparison.html`: legs side by side with per-cell ratios ([`cross`]).
+
+pub mod cross;
+pub mod document;
+mod html;
+mod markdown;
+pub mod plots;
+pub mod units;
+
+use ipc_matrix_baseline::{judge, Baseline, RunVerdict};
+use ipc_matrix_results::CellResult;
+use ipc_matrix_spec::RegressionPolicy;
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub use document::REPORT_SCHEMA_VERSION;
+pub use html::html;
+pub use markdown::markdown;
+
+/// A baseline and the file it came from.
+#[derive(Debug, Clone)]
+pub struct LoadedBaseline {
+    pub path: PathBuf,
+    pub baseline: Baseline,
+}
+
+/// One leg's results for one profile, judged against its baseline.
+#[derive(Debug, Clone)]
+pub struct LegReport {
+    pub results: Vec<CellResult>,
+    pub verdict: RunVerdict,
+    pub baseline: Option<LoadedBaseline>,
+    pub generated_at_unix: u64,
+}
+
+impl LegReport {
+    pub fn new(
+        results: Vec<CellResult>,
+        baseline: Option<LoadedBaseline>,
+        policy: RegressionPolicy,
+        generated_at_unix: u64,
+    ) -> Self {
+        let verdict = judge(&results, baseline.as_ref().map(|b| &b.baseline), policy);
+        Self {
+            results,
+            verdict,
+            baseline,
+            generated_at_unix,
+        }
+    }
+
+    /// `results.json`.
+    pub fn json(&self) -> String {
+        let mut json = serde_json::to_string_pretty(&document::Document::new(self))
+            .expect("the report document always serializes");
+        json.push('\n');
+        json
+    }
+}
+
+/// The files one report consists of.
+#[derive(Debug, Clone)]
+pub struct Written {
+    pub markdown: PathBuf,
+    pub html: PathBuf,
+    pub json: PathBuf,
+}
+
+/// Writes `report.md`, `report.html` and `results.json` into `dir`.
+pub fn write_leg_report(dir: &Path, report: &LegReport) -> io::Result<Written> {
+    std::fs::create_dir_all(dir)?;
+    let written = Written {
+        markdown: dir.join("report.md"),
+        html: dir.join("report.html"),
+        json: dir.join("results.json"),
+    };
+    write_atomically(&written.markdown, markdown(report).as_bytes())?;
+    write_atomically(&written.html, html(report).as_bytes())?;
+    write_atomically(&written.json, report.json().as_bytes())?;
+    Ok(written)
+}
+
+/// Through a temporary file and a rename: a reader never sees half a report.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// The transport column of a cell id: `echo::shm-busy::200B` -> `shm-busy`.
+pub fn transport_label(result: &CellResult) -> &str {
+    result.cell.id.split("::").nth(1).unwrap_or(&result.cell.id)
+}

@@ -1,0 +1,167 @@
+//! `report.md`: the verdict first, then one table row per cell, then what went wrong.
+
+use crate::units::{bytes, nanos, p_value, ratio, utc};
+use crate::LegReport;
+use ipc_matrix_baseline::{Verdict, ALPHA};
+use std::fmt::Write;
+
+pub fn markdown(report: &LegReport) -> String {
+    let verdict = &report.verdict;
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "## ipc-matrix: `{}`, profile `{}`\n",
+        verdict.leg, verdict.profile
+    );
+    let passed = report.results.iter().filter(|r| r.outcome.passed).count();
+    let gating = verdict.gating_regressions().count();
+    let _ = writeln!(
+        md,
+        "**{} cells: {passed} passed, {} failed.** Against the baseline: {} regressed{}, {} improved, {} unchanged, {} new.\n",
+        report.results.len(),
+        report.results.len() - passed,
+        verdict.count(Verdict::Regressed),
+        if gating > 0 {
+            format!(" ({gating} gating)")
+        } else {
+            String::new()
+        },
+        verdict.count(Verdict::Improved),
+        verdict.count(Verdict::Unchanged),
+        verdict.count(Verdict::New),
+    );
+    match &report.baseline {
+        Some(b) => {
+            let _ = writeln!(
+                md,
+                "Baseline: `{}`, accepted {} on {}.\n",
+                b.path.display(),
+                utc(b.baseline.accepted_at_unix),
+                b.baseline.environment.cpu_model
+            );
+        }
+        None => md.push_str(
+            "No baseline for this leg and profile yet; `ipc-matrix baseline accept` makes this run the baseline.\n\n",
+        ),
+    }
+    if let Some(why) = &verdict.informational {
+        let _ = writeln!(md, "> [!NOTE]\n> Informational only: {why}.\n");
+    }
+    for cell in verdict.gating_regressions() {
+        let change = cell.change.expect("a regression has a change");
+        let _ = writeln!(
+            md,
+            "> [!WARNING]\n> `{}` regressed: median round trip {} -> {}, {} slower (95 % interval), p = {}.\n",
+            cell.cell_id,
+            cell.baseline_p50_ns.map_or("-".into(), nanos),
+            cell.current_p50_ns.map_or("-".into(), nanos),
+            ratio(change.ratio, change.ci_low, change.ci_high),
+            p_value(change.p_value)
+        );
+    }
+
+    md.push_str("| cell | result | p50 | p99 | p99.9 | round trips/s | MB/s | baseline p50 | ratio (95 % CI) | verdict |\n");
+    md.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    for (result, cell) in report.results.iter().zip(&verdict.cells) {
+        let latency = result.latency_ns;
+        let dash = || "-".to_string();
+        let verdict_text = match (cell.verdict, cell.gating) {
+            (Verdict::Regressed, true) => "**regressed**".to_string(),
+            (Verdict::Improved, _) => "improved".to_string(),
+            (v, true) => v.as_str().to_string(),
+            (v, false) => format!("{} (informational)", v.as_str()),
+        };
+        let _ = writeln!(
+            md,
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            result.cell.id,
+            if result.outcome.passed {
+                "pass"
+            } else {
+                "**FAIL**"
+            },
+            latency.map_or_else(dash, |l| nanos(l.p50)),
+            latency.map_or_else(dash, |l| nanos(l.p99)),
+            latency.map_or_else(dash, |l| nanos(l.p999)),
+            result
+                .round_trips_per_sec
+                .map_or_else(dash, |v| format!("{v:.0}")),
+            result
+                .throughput
+                .map_or_else(dash, |t| format!("{:.1}", t.mb_per_s)),
+            cell.baseline_p50_ns.map_or_else(dash, nanos),
+            cell.change
+                .map_or_else(dash, |c| ratio(c.ratio, c.ci_low, c.ci_high)),
+            verdict_text,
+        );
+    }
+
+    let failures: Vec<_> = report
+        .results
+        .iter()
+        .filter_map(|r| Some((&r.cell.id, r.outcome.failure.as_ref()?)))
+        .collect();
+    if !failures.is_empty() {
+        md.push_str("\n### Failures\n\n");
+        for (id, failure) in failures {
+            let _ = writeln!(md, "- `{id}` ({:?}): {}", failure.kind, failure.reason);
+        }
+    }
+    let notes: Vec<_> = verdict
+        .cells
+        .iter()
+        .flat_map(|c| c.notes.iter().map(move |n| (&c.cell_id, n)))
+        .collect();
+    if !notes.is_empty() || !verdict.not_run.is_empty() {
+        md.push_str("\n### Notes\n\n");
+        for (id, note) in notes {
+            let _ = writeln!(md, "- `{id}`: {note}");
+        }
+        for id in &verdict.not_run {
+            let _ = writeln!(md, "- `{id}`: in the baseline, not in this run");
+        }
+    }
+
+    if let Some(first) = report.results.first() {
+        let env = &first.environment;
+        let placement = match (first.placement.measurer_cpu, first.placement.peer_cpu) {
+            (Some(m), Some(p)) => format!("measurer on CPU {m}, peer on CPU {p}"),
+            _ => "left to the scheduler".into(),
+        };
+        let _ = writeln!(
+            md,
+            "\n<details><summary>Environment and method</summary>\n\n\
+             - CPU: {} ({} logical cores); kernel {}\n\
+             - runner: {}{}\n\
+             - build: {} profile, opt-level {}, {}\n\
+             - placement: {placement}\n\
+             - payloads: {}\n\
+             - verdicts: batch medians of the run vs the baseline's; regressed when the Mann-Whitney p < {ALPHA} and the whole 95 % bootstrap interval of the median ratio lies above 1 + margin (the profile's `min_change`, wider for a noisy cell)\n\
+             \n</details>",
+            env.cpu_model,
+            env.logical_cores,
+            env.kernel,
+            env.runner,
+            env.qemu_version
+                .as_deref()
+                .map_or(String::new(), |v| format!(" ({v})")),
+            env.build_profile,
+            env.opt_level,
+            env.rustc,
+            payload_list(report),
+        );
+    }
+    let _ = writeln!(md, "\nReport written {}.", utc(report.generated_at_unix));
+    md
+}
+
+fn payload_list(report: &LegReport) -> String {
+    let mut sizes: Vec<u64> = report
+        .results
+        .iter()
+        .map(|r| r.cell.payload_bytes)
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes.into_iter().map(bytes).collect::<Vec<_>>().join(", ")
+}

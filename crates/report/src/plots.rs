@@ -1,0 +1,372 @@
+//! The report's plots, drawn with `plotters` into SVG strings that the HTML report inlines
+//! (so the page opens offline). Latencies use log axes: a 300 ns shared-memory echo and a
+//! 2 ms megabyte echo share a chart and both stay readable.
+
+use crate::transport_label;
+use crate::units::{bytes, nanos};
+use ipc_matrix_baseline::{stats::batch_medians, RunVerdict, Verdict};
+use ipc_matrix_results::CellResult;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::error::Error;
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+type DrawResult = Result<(), Box<dyn Error>>;
+
+/// Okabe & Ito's colour-blind-safe palette.
+const COLORS: [RGBColor; 7] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(86, 180, 233),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 0, 0),
+];
+const FONT: &str = "sans-serif";
+const WIDTH: u32 = 900;
+/// Round trips drawn per latency-over-index plot; longer runs are shown as per-bucket
+/// medians and maxima.
+const MAX_POINTS: usize = 2000;
+
+fn color(i: usize) -> RGBColor {
+    COLORS[i % COLORS.len()]
+}
+
+/// Runs `draw` on a fresh SVG canvas and returns the SVG text.
+fn svg(height: u32, draw: impl FnOnce(&Area) -> DrawResult) -> Result<String, String> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        draw(&root).map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(out)
+}
+
+/// A log axis range that holds every value with some room on both sides.
+fn log_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
+    let (low, high) = values
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if low > high {
+        return 1.0..10.0;
+    }
+    low / 2.0..high * 2.0
+}
+
+/// Median round trip against payload size, one line per transport.
+pub fn round_trip_vs_payload(results: &[CellResult]) -> Result<String, String> {
+    let mut transports: Vec<&str> = results.iter().map(transport_label).collect();
+    transports.dedup();
+    transports.sort_unstable();
+    transports.dedup();
+    let measured: Vec<&CellResult> = results.iter().filter(|r| r.latency_ns.is_some()).collect();
+    let x_range = log_range(measured.iter().map(|r| r.cell.payload_bytes as f64));
+    let y_range = log_range(
+        measured
+            .iter()
+            .filter_map(|r| r.latency_ns)
+            .map(|l| l.p50 as f64),
+    );
+    svg(420, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption("Median round trip vs payload size", (FONT, 20))
+            .margin(14)
+            .x_label_area_size(44)
+            .y_label_area_size(80)
+            .build_cartesian_2d(x_range.log_scale(), y_range.log_scale())?;
+        chart
+            .configure_mesh()
+            .x_desc("payload")
+            .y_desc("p50 round trip")
+            .x_label_formatter(&|v| bytes(*v as u64))
+            .y_label_formatter(&|v| nanos(*v as u64))
+            .draw()?;
+        for (i, transport) in transports.iter().enumerate() {
+            let mut points: Vec<(f64, f64)> = measured
+                .iter()
+                .filter(|r| transport_label(r) == *transport)
+                .filter_map(|r| Some((r.cell.payload_bytes as f64, r.latency_ns?.p50 as f64)))
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let c = color(i);
+            chart
+                .draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))?
+                .label(*transport)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+                });
+            chart.draw_series(PointSeries::of_element(
+                points,
+                4,
+                c.filled(),
+                &|p, s, st| Circle::new(p, s, st),
+            ))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// Horizontal grouped bars: one row per label, one bar per series, on a log axis.
+pub fn grouped_bars(
+    title: &str,
+    x_desc: &str,
+    rows: &[String],
+    series: &[(String, Vec<Option<f64>>)],
+    format_value: &dyn Fn(f64) -> String,
+) -> Result<String, String> {
+    let values = log_range(series.iter().flat_map(|(_, v)| v.iter().flatten().copied()));
+    // Room on the right for the legend.
+    let x_range = values.start..values.end * 8.0;
+    let height = 90 + 34 * rows.len().max(1) as u32 + 12 * series.len() as u32;
+    svg(height, |root| {
+        let n = rows.len();
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, (FONT, 20))
+            .margin(14)
+            .x_label_area_size(44)
+            .y_label_area_size(220)
+            .build_cartesian_2d(x_range.clone().log_scale(), -0.5f64..n as f64 - 0.5)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n.max(1))
+            .y_label_formatter(&|v| {
+                // Rows sit at whole numbers; any other tick stays unlabelled.
+                let row = v.round();
+                if (v - row).abs() < 1e-6 && row >= 0.0 && row < n as f64 {
+                    rows.get(n - 1 - row as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .x_desc(x_desc)
+            .x_label_formatter(&|v| format_value(*v))
+            .draw()?;
+        let band = 0.8 / series.len().max(1) as f64;
+        for (k, (name, values)) in series.iter().enumerate() {
+            let c = color(k);
+            let bars = values.iter().enumerate().filter_map(|(row, v)| {
+                let v = (*v)?;
+                // Rows run top to bottom in label order, series top to bottom in order.
+                let top = (n - 1 - row) as f64 + 0.4 - band * k as f64;
+                Some(Rectangle::new(
+                    [(x_range.start, top), (v, top - band * 0.9)],
+                    c.filled(),
+                ))
+            });
+            chart
+                .draw_series(bars)?
+                .label(name.as_str())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
+        }
+        if series.len() > 1 {
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::LowerRight)
+                .background_style(WHITE.mix(0.9))
+                .border_style(BLACK)
+                .draw()?;
+        }
+        Ok(())
+    })
+}
+
+fn cell_ids(results: &[CellResult]) -> Vec<String> {
+    results.iter().map(|r| r.cell.id.clone()).collect()
+}
+
+/// p50, p90, p99 and p99.9 of every cell.
+pub fn percentile_bars(results: &[CellResult]) -> Result<String, String> {
+    let pick = |f: fn(&ipc_matrix_results::LatencyStats) -> u64| {
+        results
+            .iter()
+            .map(|r| r.latency_ns.as_ref().map(|l| f(l) as f64))
+            .collect::<Vec<_>>()
+    };
+    let series = [
+        ("p50".to_string(), pick(|l| l.p50)),
+        ("p90".to_string(), pick(|l| l.p90)),
+        ("p99".to_string(), pick(|l| l.p99)),
+        ("p99.9".to_string(), pick(|l| l.p999)),
+    ];
+    grouped_bars(
+        "Round-trip percentiles",
+        "round trip",
+        &cell_ids(results),
+        &series,
+        &|v| nanos(v as u64),
+    )
+}
+
+/// Payload megabytes per second, request and reply counted.
+pub fn throughput_bars(results: &[CellResult]) -> Result<String, String> {
+    let series = [(
+        "MB/s".to_string(),
+        results
+            .iter()
+            .map(|r| r.throughput.map(|t| t.mb_per_s))
+            .collect(),
+    )];
+    grouped_bars(
+        "Throughput (MB/s, both directions)",
+        "MB/s",
+        &cell_ids(results),
+        &series,
+        &|v| format!("{v:.0}"),
+    )
+}
+
+/// Every round trip of one cell in run order, with the batch medians the verdict uses: a
+/// drift, a periodic stall or a slow start shows here and nowhere else.
+pub fn latency_over_index(result: &CellResult) -> Result<String, String> {
+    let samples = &result.samples_ns;
+    let bucket = samples.len().div_ceil(MAX_POINTS).max(1);
+    let shown: Vec<(f64, f64)> = samples
+        .chunks(bucket)
+        .enumerate()
+        .map(|(i, chunk)| {
+            (
+                (i * bucket) as f64,
+                *chunk.iter().max().unwrap_or(&1) as f64,
+            )
+        })
+        .collect();
+    let batch = ipc_matrix_baseline::stats::batch_size(samples.len());
+    let medians: Vec<(f64, f64)> = batch_medians(samples)
+        .into_iter()
+        .enumerate()
+        .map(|(i, m)| ((i * batch + batch / 2) as f64, m as f64))
+        .collect();
+    let y_range = log_range(samples.iter().map(|&v| v as f64));
+    let x_end = samples.len().max(1) as f64;
+    svg(260, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                format!("{}: round trip by message index", result.cell.id),
+                (FONT, 16),
+            )
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0f64..x_end, y_range.log_scale())?;
+        chart
+            .configure_mesh()
+            .x_desc("message index (warm-up excluded)")
+            .y_label_formatter(&|v| nanos(*v as u64))
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .draw()?;
+        let line = if bucket == 1 {
+            "round trip".to_string()
+        } else {
+            format!("max of each {bucket}")
+        };
+        chart
+            .draw_series(LineSeries::new(shown, color(4).stroke_width(1)))?
+            .label(line)
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color(4).stroke_width(1)));
+        chart
+            .draw_series(LineSeries::new(medians, color(5).stroke_width(2)))?
+            .label(format!("median of each {batch}"))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color(5).stroke_width(2)));
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .draw()?;
+        Ok(())
+    })
+}
+
+/// Median ratio to the baseline per cell, with its 95 % interval as a whisker and the
+/// margin a change must clear as a shaded band.
+pub fn baseline_ratios(verdict: &RunVerdict) -> Result<String, String> {
+    let judged: Vec<_> = verdict
+        .cells
+        .iter()
+        .filter(|c| c.change.is_some())
+        .collect();
+    if judged.is_empty() {
+        return Err("no cell has a baseline to compare with".into());
+    }
+    let changes: Vec<_> = judged.iter().filter_map(|c| c.change).collect();
+    let high = changes
+        .iter()
+        .map(|c| c.ci_high.max(1.0 + c.margin))
+        .fold(2.0, f64::max)
+        * 1.15;
+    let low = changes
+        .iter()
+        .map(|c| c.ci_low.min(1.0 / (1.0 + c.margin)))
+        .fold(0.5, f64::min)
+        / 1.15;
+    let n = judged.len();
+    svg(90 + 34 * n as u32, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                "Median round trip vs baseline (ratio, 95 % interval)",
+                (FONT, 20),
+            )
+            .margin(14)
+            .x_label_area_size(44)
+            .y_label_area_size(220)
+            .build_cartesian_2d((low..high).log_scale(), -0.5f64..n as f64 - 0.5)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n)
+            .y_label_formatter(&|v| {
+                let row = v.round();
+                if (v - row).abs() < 1e-6 && row >= 0.0 && row < n as f64 {
+                    judged
+                        .get(n - 1 - row as usize)
+                        .map(|c| c.cell_id.clone())
+                        .unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .x_desc("current / baseline (1.0 = unchanged; right is slower)")
+            .x_label_formatter(&|v| format!("{v:.2}x"))
+            .draw()?;
+        for (row, (cell, change)) in judged.iter().zip(&changes).enumerate() {
+            let y = (n - 1 - row) as f64;
+            let band = RGBColor(220, 220, 220);
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [
+                    (1.0 / (1.0 + change.margin), y - 0.35),
+                    (1.0 + change.margin, y + 0.35),
+                ],
+                band.filled(),
+            )))?;
+            let c = match cell.verdict {
+                Verdict::Regressed => RGBColor(213, 94, 0),
+                Verdict::Improved => RGBColor(0, 158, 115),
+                _ => RGBColor(0, 114, 178),
+            };
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(change.ci_low, y), (change.ci_high, y)],
+                c.stroke_width(3),
+            )))?;
+            chart.draw_series(std::iter::once(Circle::new(
+                (change.ratio, y),
+                5,
+                c.filled(),
+            )))?;
+        }
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(1.0, -0.5), (1.0, n as f64 - 0.5)],
+            BLACK.stroke_width(1),
+        )))?;
+        Ok(())
+    })
+}

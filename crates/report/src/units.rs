@@ -1,0 +1,92 @@
+//! Numbers as people read them.
+
+/// `850ns`, `12.3us`, `4.56ms`, `1.23s`.
+pub fn nanos(ns: u64) -> String {
+    let ns = ns as f64;
+    if ns < 1e3 {
+        format!("{ns:.0}ns")
+    } else if ns < 1e6 {
+        format!("{:.1}us", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.2}ms", ns / 1e6)
+    } else {
+        format!("{:.2}s", ns / 1e9)
+    }
+}
+
+/// `200 B`, `64 KiB`, `1 MB`: the payload as matrix.yaml would spell it.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [(u64, &str); 6] = [
+        (1 << 30, "GiB"),
+        (1_000_000_000, "GB"),
+        (1 << 20, "MiB"),
+        (1_000_000, "MB"),
+        (1 << 10, "KiB"),
+        (1_000, "kB"),
+    ];
+    UNITS
+        .iter()
+        .find(|(unit, _)| n >= *unit && n % unit == 0)
+        .map_or_else(
+            || format!("{n} B"),
+            |(unit, name)| format!("{} {name}", n / unit),
+        )
+}
+
+/// `1.97x (1.91-2.03)`.
+pub fn ratio(ratio: f64, low: f64, high: f64) -> String {
+    format!("{ratio:.2}x ({low:.2}-{high:.2})")
+}
+
+/// `3.2e-11`, `0.42`.
+pub fn p_value(p: f64) -> String {
+    if p < 1e-3 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// A UTC timestamp, `2026-11-29 21:04 UTC`, without a date library: days from the civil
+/// calendar algorithm of Howard Hinnant ("chrono-Compatible Low-Level Date Algorithms").
+pub fn utc(unix_seconds: u64) -> String {
+    let days = (unix_seconds / 86_400) as i64;
+    let seconds_of_day = unix_seconds % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        seconds_of_day / 3600,
+        seconds_of_day % 3600 / 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readable_numbers() {
+        assert_eq!(nanos(850), "850ns");
+        assert_eq!(nanos(12_345), "12.3us");
+        assert_eq!(bytes(200), "200 B");
+        assert_eq!(bytes(1_000_000), "1 MB");
+        assert_eq!(bytes(65_536), "64 KiB");
+        assert_eq!(bytes(6_500_000), "6500 kB");
+        assert_eq!(ratio(1.974, 1.91, 2.031), "1.97x (1.91-2.03)");
+    }
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
+        assert_eq!(utc(1_796_000_000), "2026-11-30 00:53 UTC");
+    }
+}
