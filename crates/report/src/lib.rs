@@ -91,7 +91,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// The transport column of a cell id: `echo::shm-busy::200B` -> `shm-busy`.
-pub fn transport_label(result: &CellResult) -> &str {
-    result.cell.id.split("::").nth(1).unwrap_or(&result.cell.id)
+/// The transport as cell ids name it: `shm-busy`, `tcp`, ...
+pub fn transport_label(result: &CellResult) -> String {
+    result.cell.transport_label()
 }

@@ -104,7 +104,12 @@ pub fn markdown(report: &LegReport) -> String {
     if !failures.is_empty() {
         md.push_str("\n### Failures\n\n");
         for (id, failure) in failures {
-            let _ = writeln!(md, "- `{id}` ({:?}): {}", failure.kind, failure.reason);
+            let _ = writeln!(
+                md,
+                "- `{id}` ({:?}): {}",
+                failure.kind,
+                text(&failure.reason)
+            );
         }
     }
     let notes: Vec<_> = verdict
@@ -115,7 +120,7 @@ pub fn markdown(report: &LegReport) -> String {
     if !notes.is_empty() || !verdict.not_run.is_empty() {
         md.push_str("\n### Notes\n\n");
         for (id, note) in notes {
-            let _ = writeln!(md, "- `{id}`: {note}");
+            let _ = writeln!(md, "- `{id}`: {}", text(note));
         }
         for id in &verdict.not_run {
             let _ = writeln!(md, "- `{id}`: in the baseline, not in this run");
@@ -153,6 +158,12 @@ pub fn markdown(report: &LegReport) -> String {
     }
     let _ = writeln!(md, "\nReport written {}.", utc(report.generated_at_unix));
     md
+}
+
+/// Prose from results (a peer's stderr may hold anything): angle brackets would be taken
+/// for HTML by GitHub's renderer and vanish.
+fn text(prose: &str) -> String {
+    prose.replace('<', "&lt;").replace('>', "&gt;")
 }
 
 fn payload_list(report: &LegReport) -> String {

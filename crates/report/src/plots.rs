@@ -58,8 +58,7 @@ fn log_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
 
 /// Median round trip against payload size, one line per transport.
 pub fn round_trip_vs_payload(results: &[CellResult]) -> Result<String, String> {
-    let mut transports: Vec<&str> = results.iter().map(transport_label).collect();
-    transports.dedup();
+    let mut transports: Vec<String> = results.iter().map(transport_label).collect();
     transports.sort_unstable();
     transports.dedup();
     let measured: Vec<&CellResult> = results.iter().filter(|r| r.latency_ns.is_some()).collect();
@@ -94,7 +93,7 @@ pub fn round_trip_vs_payload(results: &[CellResult]) -> Result<String, String> {
             let c = color(i);
             chart
                 .draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))?
-                .label(*transport)
+                .label(transport.as_str())
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
                 });

@@ -2,6 +2,8 @@
 //! per leg (`<out>/<triple>@<runner>/cells/`), with the environment it came from.
 
 mod environment;
+#[doc(hidden)]
+pub mod fixture;
 mod schema;
 mod store;
 

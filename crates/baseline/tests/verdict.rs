@@ -1,0 +1,234 @@
+//! Verdicts on results with known round-trip times: what is flagged and what is not.
+
+use ipc_matrix_baseline::{judge, Baseline, RunVerdict, Verdict};
+use ipc_matrix_results::{fixture, CellResult, Environment};
+use ipc_matrix_spec::{Cell, RegressionPolicy, Spec};
+use std::path::Path;
+
+const MATRIX: &str = r#"
+version: 1
+targets:
+  - { triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }
+profiles:
+  quick: { description: test }
+scenarios:
+  - { name: echo, kind: echo, transports: [tcp, udp, local], payloads: [200B], iterations: 300, warmup: 0, timeout: 1s }
+"#;
+const CPU: &str = "Test CPU @ 3.0GHz";
+
+fn cells() -> Vec<Cell> {
+    Spec::parse(MATRIX, Path::new("m.yaml"))
+        .unwrap()
+        .cells("quick")
+        .unwrap()
+}
+
+/// 300 round trips around `center` ns with a deterministic +-10 % wobble and the odd
+/// stall, as a quiet machine produces.
+fn samples(center: u64, phase: u64) -> Vec<u64> {
+    (0..300u64)
+        .map(|i| {
+            let wobble = (i * 7919 + phase * 104_729) % 21; // 0..=20
+            let stall = if (i + phase) % 97 == 0 { 5 } else { 1 };
+            center * (90 + wobble) / 100 * stall
+        })
+        .collect()
+}
+
+fn run(env: &Environment, centers: &[u64], phase: u64) -> Vec<CellResult> {
+    cells()
+        .iter()
+        .zip(centers)
+        .map(|(cell, &center)| fixture::passed(cell, env, samples(center, phase)))
+        .collect()
+}
+
+fn native() -> Environment {
+    fixture::environment("native", CPU)
+}
+
+fn verdicts(v: &RunVerdict) -> Vec<(&str, Verdict, bool)> {
+    v.cells
+        .iter()
+        .map(|c| (c.cell_id.as_str(), c.verdict, c.gating))
+        .collect()
+}
+
+fn baseline_of(results: &[CellResult]) -> Baseline {
+    Baseline::from_results(results, 1_796_000_000).unwrap()
+}
+
+#[test]
+fn the_same_times_again_are_unchanged() {
+    let base = baseline_of(&run(&native(), &[40_000, 35_000, 30_000], 1));
+    let again = judge(
+        &run(&native(), &[40_000, 35_000, 30_000], 2),
+        Some(&base),
+        RegressionPolicy::default(),
+    );
+    for cell in &again.cells {
+        assert_eq!(cell.verdict, Verdict::Unchanged, "{cell:?}");
+        let change = cell.change.unwrap();
+        assert!((0.9..1.1).contains(&change.ratio), "{change:?}");
+    }
+    assert_eq!(again.gating_regressions().count(), 0);
+}
+
+#[test]
+fn a_doubled_round_trip_is_a_regression_on_that_cell_only() {
+    let base = baseline_of(&run(&native(), &[40_000, 35_000, 30_000], 1));
+    let slowed = judge(
+        &run(&native(), &[80_000, 35_000, 30_000], 2),
+        Some(&base),
+        RegressionPolicy::default(),
+    );
+    assert_eq!(
+        verdicts(&slowed),
+        [
+            ("echo::tcp::200B", Verdict::Regressed, true),
+            ("echo::udp::200B", Verdict::Unchanged, true),
+            ("echo::local::200B", Verdict::Unchanged, true),
+        ]
+    );
+    let change = slowed.cells[0].change.unwrap();
+    assert!(change.ci_low > 1.8 && change.ci_high < 2.2, "{change:?}");
+    assert!(change.p_value < 1e-6, "{change:?}");
+}
+
+#[test]
+fn a_halved_round_trip_is_an_improvement_and_a_small_change_is_not_flagged() {
+    let base = baseline_of(&run(&native(), &[40_000, 35_000, 30_000], 1));
+    let v = judge(
+        &run(&native(), &[20_000, 42_000, 30_000], 2),
+        Some(&base),
+        RegressionPolicy::default(),
+    );
+    // 1.2x slower is real here (p tiny) but below the 50 % margin.
+    assert_eq!(
+        verdicts(&v),
+        [
+            ("echo::tcp::200B", Verdict::Improved, true),
+            ("echo::udp::200B", Verdict::Unchanged, true),
+            ("echo::local::200B", Verdict::Unchanged, true),
+        ]
+    );
+    // A stricter policy flags the 1.2x.
+    let strict = RegressionPolicy {
+        min_change: 0.1,
+        strict: true,
+    };
+    let v = judge(
+        &run(&native(), &[40_000, 42_000, 30_000], 2),
+        Some(&base),
+        strict,
+    );
+    assert_eq!(v.cells[1].verdict, Verdict::Regressed);
+}
+
+#[test]
+fn a_noisy_baseline_widens_its_own_margin() {
+    let cell = &cells()[0];
+    // Stretches of round trips in one of two modes, 180 us and 380 us, as a 1 MB local
+    // socket echo shows on a 2-vCPU VM.
+    let mode = |i: u64, slow_in_ten: u64| {
+        if (i / 10 * 7) % 10 < slow_in_ten {
+            380_000
+        } else {
+            180_000
+        }
+    };
+    let bimodal: Vec<u64> = (0..300u64).map(|i| mode(i, 4)).collect();
+    let base = baseline_of(&[fixture::passed(cell, &native(), bimodal)]);
+    let mostly_slow: Vec<u64> = (0..300u64).map(|i| mode(i, 8)).collect();
+    let v = judge(
+        &[fixture::passed(cell, &native(), mostly_slow)],
+        Some(&base),
+        RegressionPolicy::default(),
+    );
+    let judged = &v.cells[0];
+    let change = judged.change.unwrap();
+    assert!(change.margin > 0.5, "{change:?}");
+    assert_eq!(judged.verdict, Verdict::Unchanged, "{change:?}");
+}
+
+#[test]
+fn emulated_legs_and_other_cpus_only_inform() {
+    let base = baseline_of(&run(&native(), &[40_000, 35_000, 30_000], 1));
+    let qemu = fixture::environment("qemu", CPU);
+    let v = judge(
+        &run(&qemu, &[80_000, 35_000, 30_000], 2),
+        Some(&base),
+        RegressionPolicy::default(),
+    );
+    assert_eq!(v.cells[0].verdict, Verdict::Regressed);
+    assert!(!v.cells[0].gating);
+    assert!(v.informational.as_deref().unwrap().contains("emulated"));
+    assert_eq!(v.gating_regressions().count(), 0);
+
+    let other = fixture::environment("native", "Another CPU");
+    let v = judge(
+        &run(&other, &[80_000, 35_000, 30_000], 2),
+        Some(&base),
+        RegressionPolicy::default(),
+    );
+    assert!(v.informational.as_deref().unwrap().contains("another CPU"));
+    assert_eq!(v.gating_regressions().count(), 0);
+}
+
+#[test]
+fn failed_new_and_missing_cells_are_named() {
+    let all = run(&native(), &[40_000, 35_000, 30_000], 1);
+    let base = baseline_of(&all[..2]); // local is not in the baseline
+    let current = vec![
+        fixture::failed(&cells()[0], &native(), 12, "no reply before the deadline"),
+        all[2].clone(),
+    ];
+    let v = judge(&current, Some(&base), RegressionPolicy::default());
+    assert_eq!(
+        verdicts(&v),
+        [
+            ("echo::tcp::200B", Verdict::Failed, true),
+            ("echo::local::200B", Verdict::New, true),
+        ]
+    );
+    assert_eq!(v.not_run, ["echo::udp::200B"]);
+}
+
+#[test]
+fn another_cpu_placement_only_informs() {
+    let base = baseline_of(&run(&native(), &[40_000, 35_000, 30_000], 1));
+    let mut current = run(&native(), &[80_000, 35_000, 30_000], 2);
+    current[0].placement = Default::default();
+    let v = judge(&current, Some(&base), RegressionPolicy::default());
+    assert_eq!(v.cells[0].verdict, Verdict::Regressed);
+    assert!(!v.cells[0].gating);
+    assert!(v.cells[0].notes[0].contains("placement"));
+}
+
+#[test]
+fn baselines_round_trip_through_their_file_and_refuse_other_versions() {
+    let dir = std::env::temp_dir().join(format!("ipc-matrix-baseline-test-{}", std::process::id()));
+    let path = dir.join("leg").join("quick.json");
+    let base = baseline_of(&run(&native(), &[40_000, 35_000, 30_000], 1));
+    base.save(&path).unwrap();
+    assert_eq!(Baseline::load(&path).unwrap(), Some(base));
+    assert_eq!(Baseline::load(&dir.join("none.json")).unwrap(), None);
+
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replace("\"format_version\": 1", "\"format_version\": 99"),
+    )
+    .unwrap();
+    let err = Baseline::load(&path).unwrap_err().to_string();
+    assert!(
+        err.contains("baseline format 99") && err.contains("baseline accept"),
+        "{err}"
+    );
+    std::fs::write(&path, "{ not json").unwrap();
+    assert!(Baseline::load(&path)
+        .unwrap_err()
+        .to_string()
+        .contains("not a baseline file"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

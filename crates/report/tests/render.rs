@@ -1,0 +1,142 @@
+//! Reports rendered from fixed inputs: the Markdown and the cross-leg table are exact
+//! snapshots; the HTML page is checked for what makes it usable offline.
+
+use ipc_matrix_baseline::Baseline;
+use ipc_matrix_report::cross::{self, Column};
+use ipc_matrix_report::{html, markdown, LegReport, LoadedBaseline, REPORT_SCHEMA_VERSION};
+use ipc_matrix_results::{fixture, CellResult};
+use ipc_matrix_spec::{Cell, RegressionPolicy, Spec};
+use std::path::{Path, PathBuf};
+
+const MATRIX: &str = r#"
+version: 1
+targets:
+  - { triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }
+profiles:
+  quick: { description: test }
+scenarios:
+  - { name: echo, kind: echo, transports: [shm, tcp, udp], payloads: [200B], iterations: 300, warmup: 0, timeout: 1s }
+  - { name: bulk, kind: bulk, transports: [tcp], payloads: [1MB], iterations: 60, warmup: 0, timeout: 5s }
+"#;
+const CPU: &str = "Test CPU @ 3.0GHz";
+
+fn cells() -> Vec<Cell> {
+    Spec::parse(MATRIX, Path::new("m.yaml"))
+        .unwrap()
+        .cells("quick")
+        .unwrap()
+}
+
+/// `count` round trips around `center` ns with a deterministic wobble.
+fn samples(center: u64, count: u64, phase: u64) -> Vec<u64> {
+    (0..count)
+        .map(|i| center * (90 + (i * 7919 + phase * 104_729) % 21) / 100)
+        .collect()
+}
+
+/// shm-blocking, shm-busy, tcp, udp, bulk tcp; `centers` in that order, 0 for a failure.
+fn run(runner: &str, centers: [u64; 5], phase: u64) -> Vec<CellResult> {
+    let env = fixture::environment(runner, CPU);
+    cells()
+        .iter()
+        .zip(centers)
+        .map(|(cell, center)| match center {
+            0 => fixture::failed(cell, &env, 17, "reply is 199 bytes, expected 200 (<peer>)"),
+            _ => fixture::passed(cell, &env, samples(center, cell.iterations, phase)),
+        })
+        .collect()
+}
+
+fn report() -> LegReport {
+    let base = run("native", [35_000, 320, 45_000, 40_000, 450_000], 1);
+    let baseline = LoadedBaseline {
+        path: PathBuf::from("baselines/x86_64-unknown-linux-gnu@native/quick.json"),
+        baseline: Baseline::from_results(&base, 1_795_000_000).unwrap(),
+    };
+    // tcp slowed on purpose to twice its time; udp failed.
+    let mut current = run("native", [36_000, 330, 90_000, 0, 440_000], 2);
+    current[2].peer_delay_us = Some(45);
+    LegReport::new(
+        current,
+        Some(baseline),
+        RegressionPolicy::default(),
+        1_796_000_000,
+    )
+}
+
+#[test]
+fn markdown_report() {
+    insta::assert_snapshot!(markdown(&report()));
+}
+
+#[test]
+fn results_json_is_versioned_and_carries_every_cell() {
+    let json: serde_json::Value = serde_json::from_str(&report().json()).unwrap();
+    assert_eq!(json["schema_version"], REPORT_SCHEMA_VERSION);
+    assert_eq!(json["leg"], "x86_64-unknown-linux-gnu@native");
+    assert_eq!(json["summary"]["regressed"], 1);
+    assert_eq!(json["summary"]["failed"], 1);
+    let cells = json["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 5);
+    assert_eq!(cells[2]["verdict"]["verdict"], "regressed");
+    assert_eq!(
+        cells[2]["result"]["samples_ns"].as_array().unwrap().len(),
+        300
+    );
+    assert_eq!(cells[3]["verdict"]["verdict"], "failed");
+}
+
+#[test]
+fn html_report_is_self_contained_with_its_plots() {
+    let page = html(&report());
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    // Ratios, round trip vs payload, percentiles, throughput, and one per passed cell.
+    assert_eq!(page.matches("<svg").count(), 4 + 4, "{page}");
+    assert_eq!(page.matches("</svg>").count(), 8);
+    for outside in ["<script", "<link", "src=", "url(", "@import"] {
+        assert!(
+            !page.contains(outside),
+            "the page loads something: {outside}"
+        );
+    }
+    // Text from results is escaped, not interpreted.
+    assert!(page.contains("(&lt;peer&gt;)"));
+    assert!(!page.contains("(<peer>)"));
+    assert!(page.contains("echo::tcp::200B</code> regressed"));
+}
+
+#[test]
+fn emulated_leg_is_labelled_informational() {
+    let base = run("native", [35_000, 320, 45_000, 40_000, 450_000], 1);
+    let emulated = LegReport::new(
+        run("qemu", [350_000, 3_200, 450_000, 400_000, 4_500_000], 2),
+        Some(LoadedBaseline {
+            path: PathBuf::from("baselines/x.json"),
+            baseline: Baseline::from_results(&base, 1_795_000_000).unwrap(),
+        }),
+        RegressionPolicy::default(),
+        1_796_000_000,
+    );
+    let md = markdown(&emulated);
+    assert!(md.contains("Informational only: emulated leg"), "{md}");
+    assert!(md.contains("regressed (informational)"), "{md}");
+    assert!(!md.contains("[!WARNING]"), "{md}");
+}
+
+#[test]
+fn legs_side_by_side() {
+    let native = Column {
+        name: "x86_64-unknown-linux-gnu@native (quick)".into(),
+        runner: "native".into(),
+        results: run("native", [35_000, 320, 45_000, 40_000, 450_000], 1),
+    };
+    let emulated = Column {
+        name: "aarch64-unknown-linux-gnu@qemu (quick)".into(),
+        runner: "qemu".into(),
+        results: run("qemu", [350_000, 3_200, 90_000, 0, 4_500_000], 2),
+    };
+    let columns = [native, emulated];
+    insta::assert_snapshot!(cross::markdown(&columns));
+    let page = cross::html(&columns);
+    assert_eq!(page.matches("<svg").count(), 1);
+}
