@@ -22,3 +22,29 @@ ensure_nextest() {
   say "installing cargo-nextest (cargo install --locked)"
   cargo install --locked cargo-nextest
 }
+
+# The ipc-matrix CLI, built with the test profile like the suite, so nothing compiles twice.
+ipc_matrix() { cargo run --locked --quiet --profile test -p ipc-matrix -- "$@"; }
+
+# The profile the suite ran (the harness reads the same variable).
+suite_profile() { printf '%s' "${IPC_MATRIX_PROFILE:-quick}"; }
+
+# Writes report.md, report.html and results.json for each leg given, judged against
+# baselines/; a leg without results is skipped with a note. Returns the first failure.
+write_reports() {
+  local profile leg status=0
+  profile="$(suite_profile)"
+  for leg in "$@"; do
+    if [ -d "target/ipc-matrix/$leg/$profile/cells" ]; then
+      say "report: $leg ($profile)"
+      ipc_matrix report --profile "$profile" --leg "$leg" || first_failure $?
+    else
+      say "report: $leg has no results for profile $profile (no cell ran); skipped"
+    fi
+  done
+  return "$status"
+}
+
+# For steps that must all run: remembers the first non-zero exit status in $status.
+#   some_step || first_failure $?
+first_failure() { if [ "${status:-0}" -eq 0 ]; then status=$1; fi; }

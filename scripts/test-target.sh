@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the whole test suite for one target of matrix.yaml, set up first if needed:
+# Runs the whole test suite for one target of matrix.yaml, set up first if needed, and
+# writes that leg's reports:
 #   scripts/test-target.sh s390x-unknown-linux-gnu            (under QEMU on x86_64)
 #   scripts/test-target.sh x86_64-unknown-linux-gnu           (this machine, natively)
 # Extra arguments go to `cargo nextest run` (e.g. -E 'test(/shm/)').
@@ -11,7 +12,11 @@ shift
 ensure_rust
 ensure_nextest
 scripts/setup-target.sh "$triple"
+status=0
 say "cargo nextest run --profile ci --target $triple"
-cargo nextest run --locked --workspace --profile ci --target "$triple" "$@"
-cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$triple.xml"
-say "JUnit: target/nextest/ci/junit-$triple.xml; cell results: target/ipc-matrix/$triple@*/"
+cargo nextest run --locked --workspace --profile ci --target "$triple" "$@" || first_failure $?
+cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$triple.xml" || true
+if [ "$triple" = "$(rustc -vV | sed -n 's/^host: //p')" ]; then leg="$triple@native"; else leg="$triple@qemu"; fi
+write_reports "$leg" || first_failure $?
+say "JUnit: target/nextest/ci/junit-$triple.xml; reports: target/ipc-matrix/$leg/$(suite_profile)/"
+exit "$status"

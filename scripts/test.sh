@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (also what CI runs): formatting, lints, then every test through
 # nextest's `ci` profile, on this machine and on aarch64 under QEMU: unit tests, the
-# fault-injection tests, and one test per cell of the quick profile. Installs
+# fault-injection tests, and one test per cell of the quick profile. Ends by writing each
+# leg's reports (judged against baselines/) and the two legs side by side. Installs
 # cargo-nextest, the aarch64 rustup target, its cross linker and qemu-user if missing.
 # Arguments go to both `cargo nextest run` calls.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -15,16 +16,34 @@ say "cargo clippy --all-targets -D warnings"
 cargo clippy --locked --workspace --all-targets -- -D warnings
 say "workflow lints (actionlint, zizmor)"
 scripts/lint-workflows.sh
+
+# A failing suite still gets its reports: what was measured is kept and shown.
+status=0
 host="$(rustc -vV | sed -n 's/^host: //p')"
+legs=("$host@native")
 say "host suite: cargo nextest run --profile ci ($host)"
-cargo nextest run --locked --workspace --profile ci "$@"
-cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$host.xml"
+cargo nextest run --locked --workspace --profile ci "$@" || first_failure $?
+cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$host.xml" || true
 
 emulated=aarch64-unknown-linux-gnu
 if [ "$host" != "$emulated" ]; then
   scripts/setup-target.sh "$emulated"
   say "emulated suite: cargo nextest run --profile ci --target $emulated (QEMU user mode)"
-  cargo nextest run --locked --workspace --profile ci --target "$emulated" "$@"
-  cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$emulated.xml"
+  cargo nextest run --locked --workspace --profile ci --target "$emulated" "$@" || first_failure $?
+  cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$emulated.xml" || true
+  legs+=("$emulated@qemu")
 fi
-say "JUnit: target/nextest/ci/junit-<triple>.xml; cell results: target/ipc-matrix/<triple>@<runner>/"
+
+write_reports "${legs[@]}" || first_failure $?
+profile="$(suite_profile)"
+if [ "${#legs[@]}" -gt 1 ] && [ -d "target/ipc-matrix/${legs[1]}/$profile/cells" ]; then
+  say "legs side by side: ${legs[*]}"
+  ipc_matrix report --compare "target/ipc-matrix/${legs[0]}/$profile" "target/ipc-matrix/${legs[1]}/$profile" \
+    >/dev/null || first_failure $?
+fi
+say "JUnit: target/nextest/ci/junit-<triple>.xml"
+for leg in "${legs[@]}"; do
+  say "reports of $leg: target/ipc-matrix/$leg/$profile/report.{md,html} and results.json"
+done
+[ "${#legs[@]}" -gt 1 ] && say "side by side: target/ipc-matrix/compare/comparison.{md,html}"
+exit "$status"

@@ -137,11 +137,8 @@ pub fn running_on_github() -> bool {
 
 /// The baselines folder: `--baselines`, else `baselines/` next to the matrix file.
 pub fn baselines_dir(explicit: Option<PathBuf>, matrix: &Path) -> PathBuf {
-    explicit.unwrap_or_else(|| {
-        matrix
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."))
-            .join(DEFAULT_BASELINES)
+    explicit.unwrap_or_else(|| match matrix.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.join(DEFAULT_BASELINES),
+        _ => PathBuf::from(DEFAULT_BASELINES),
     })
 }
