@@ -5,7 +5,7 @@
 //! Timings are compared statistically (see [`crate::verdict`]), never as exact text: a
 //! snapshot tool that compares strings would flag every run.
 
-use crate::stats::{batch_medians, batch_size};
+use crate::stats::{batch_medians, batch_size, median, relative_spread};
 use ipc_matrix_results::{CellResult, Environment, Placement};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 
 /// Bump on any change a reader of an older file would misread.
 pub const BASELINE_FORMAT_VERSION: u32 = 1;
+/// Accepted runs kept per cell; the oldest is dropped first.
+pub const MAX_RUNS: usize = 5;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Baseline {
@@ -20,6 +22,7 @@ pub struct Baseline {
     /// `<triple>@<runner>`.
     pub leg: String,
     pub profile: String,
+    /// When a run was last accepted.
     pub accepted_at_unix: u64,
     /// The machine and build the accepted run came from.
     pub environment: Environment,
@@ -31,13 +34,60 @@ pub struct Baseline {
 pub struct BaselineCell {
     pub payload_bytes: u64,
     pub placement: Placement,
-    /// Round trips per batch when this was accepted.
+    /// The accepted runs of this cell, oldest first, at most [`MAX_RUNS`]. More than one
+    /// run shows how far unchanged code moves from run to run on this machine.
+    pub runs: Vec<BaselineRun>,
+}
+
+/// One accepted run of one cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineRun {
+    pub accepted_at_unix: u64,
+    /// Round trips per batch.
     pub batch_size: usize,
     /// The median round trip of each batch, in run order, nanoseconds.
     pub batch_medians_ns: Vec<u64>,
     pub p50_ns: u64,
     pub p99_ns: u64,
     pub throughput_mb_per_s: Option<f64>,
+}
+
+impl BaselineCell {
+    /// The batch medians of every accepted run together: the sample a run is compared with.
+    pub fn pooled_batch_medians(&self) -> Vec<u64> {
+        self.runs
+            .iter()
+            .flat_map(|r| r.batch_medians_ns.iter().copied())
+            .collect()
+    }
+
+    /// The median of the pooled batch medians.
+    pub fn median_ns(&self) -> u64 {
+        median(&self.pooled_batch_medians())
+    }
+
+    /// The largest relative interquartile spread of one accepted run's batch medians:
+    /// how noisy the cell is within a run.
+    pub fn within_run_spread(&self) -> f64 {
+        self.runs
+            .iter()
+            .map(|r| relative_spread(&r.batch_medians_ns))
+            .fold(0.0, f64::max)
+    }
+
+    /// How far apart the accepted runs' medians are: slowest / fastest - 1 (0 for one run).
+    pub fn run_to_run_spread(&self) -> f64 {
+        let medians: Vec<u64> = self
+            .runs
+            .iter()
+            .map(|r| median(&r.batch_medians_ns))
+            .collect();
+        let (low, high) = (medians.iter().min(), medians.iter().max());
+        match (low, high) {
+            (Some(&low), Some(&high)) if low > 0 => high as f64 / low as f64 - 1.0,
+            _ => 0.0,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -63,30 +113,47 @@ impl Baseline {
     /// from an unoptimized build have no timings worth keeping and are left out.
     pub fn from_results(results: &[CellResult], accepted_at_unix: u64) -> Option<Self> {
         let first = results.first()?;
-        let cells = results
-            .iter()
-            .filter(|r| r.outcome.passed && !r.samples_ns.is_empty())
-            .map(|r| {
-                let cell = BaselineCell {
-                    payload_bytes: r.cell.payload_bytes,
-                    placement: r.placement,
-                    batch_size: batch_size(r.samples_ns.len()),
-                    batch_medians_ns: batch_medians(&r.samples_ns),
-                    p50_ns: r.latency_ns.map_or(0, |l| l.p50),
-                    p99_ns: r.latency_ns.map_or(0, |l| l.p99),
-                    throughput_mb_per_s: r.throughput.map(|t| t.mb_per_s),
-                };
-                (r.cell.id.clone(), cell)
-            })
-            .collect();
-        Some(Self {
+        let mut baseline = Self {
             format_version: BASELINE_FORMAT_VERSION,
             leg: first.leg.clone(),
             profile: first.cell.profile.clone(),
             accepted_at_unix,
             environment: first.environment.clone(),
-            cells,
-        })
+            cells: BTreeMap::new(),
+        };
+        baseline.add_run(results, accepted_at_unix);
+        Some(baseline)
+    }
+
+    /// Adds one more run of each passing, timed cell (a cell pinned differently starts
+    /// afresh), keeping the last [`MAX_RUNS`] runs per cell.
+    pub fn add_run(&mut self, results: &[CellResult], accepted_at_unix: u64) {
+        self.accepted_at_unix = accepted_at_unix;
+        for r in results
+            .iter()
+            .filter(|r| r.outcome.passed && !r.samples_ns.is_empty())
+        {
+            let run = BaselineRun {
+                accepted_at_unix,
+                batch_size: batch_size(r.samples_ns.len()),
+                batch_medians_ns: batch_medians(&r.samples_ns),
+                p50_ns: r.latency_ns.map_or(0, |l| l.p50),
+                p99_ns: r.latency_ns.map_or(0, |l| l.p99),
+                throughput_mb_per_s: r.throughput.map(|t| t.mb_per_s),
+            };
+            let fresh = BaselineCell {
+                payload_bytes: r.cell.payload_bytes,
+                placement: r.placement,
+                runs: Vec::new(),
+            };
+            let cell = self.cells.entry(r.cell.id.clone()).or_insert(fresh.clone());
+            if cell.placement != r.placement || cell.payload_bytes != r.cell.payload_bytes {
+                *cell = fresh;
+            }
+            cell.runs.push(run);
+            let excess = cell.runs.len().saturating_sub(MAX_RUNS);
+            cell.runs.drain(..excess);
+        }
     }
 
     /// Reads a baseline; `Ok(None)` when there is none yet.

@@ -6,5 +6,8 @@ mod file;
 pub mod stats;
 mod verdict;
 
-pub use file::{baseline_path, Baseline, BaselineCell, BaselineError, BASELINE_FORMAT_VERSION};
+pub use file::{
+    baseline_path, Baseline, BaselineCell, BaselineError, BaselineRun, BASELINE_FORMAT_VERSION,
+    MAX_RUNS,
+};
 pub use verdict::{judge, CellVerdict, Change, RunVerdict, Verdict, ALPHA, MIN_BATCHES};

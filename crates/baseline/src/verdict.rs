@@ -4,20 +4,21 @@
 //! A cell is called regressed only when both hold:
 //! - the Mann-Whitney test finds the two samples of batch medians different at p < 0.01;
 //! - the whole 95 % bootstrap interval of the ratio lies above 1 + margin, where the
-//!   margin is the profile's `min_change` or, for a cell whose baseline is noisier than
-//!   that, three times the baseline's relative interquartile spread.
+//!   margin is the largest of: the profile's `min_change`; three times the relative
+//!   interquartile spread of batch medians within an accepted run (a noisy cell); and the
+//!   spread between the baseline's accepted runs (slowest / fastest - 1), which is how
+//!   far unchanged code has been seen to move on this machine.
 //!
 //! Improved mirrors it below 1 / (1 + margin). Anything else is unchanged: a run-to-run
 //! wobble on a shared machine is neither. The margin exists because batches within one
 //! run do not see the run-to-run variation (another tenant, CPU frequency); with the
-//! processes pinned, medians of unchanged small-message runs moved by up to 1.4x here,
-//! and a 1 MB local-socket echo flips between two modes (180 us and 380 us) from run to
-//! run; such a cell's own spread sets its margin.
+//! processes pinned, medians of unchanged small-message runs moved by up to 1.7x here
+//! in a noisy hour, and a 1 MB local-socket echo flips between two modes (180 us and
+//! 380 us) from run to run. A baseline accepted from several runs
+//! (`ipc-matrix baseline accept --append`) measures that movement instead of guessing it.
 
 use crate::file::Baseline;
-use crate::stats::{
-    batch_medians, bootstrap_ratio_interval, mann_whitney_p, median, relative_spread, seed_of,
-};
+use crate::stats::{batch_medians, bootstrap_ratio_interval, mann_whitney_p, median, seed_of};
 use ipc_matrix_results::CellResult;
 use ipc_matrix_spec::RegressionPolicy;
 use serde::Serialize;
@@ -182,7 +183,7 @@ fn judge_cell(
     }
     let base = baseline.and_then(|b| b.cells.get(&result.cell.id));
     if let Some(base) = base {
-        verdict.baseline_p50_ns = Some(base.p50_ns);
+        verdict.baseline_p50_ns = Some(base.median_ns());
         if base.placement != result.placement {
             verdict.gating = false;
             verdict.notes.push(format!(
@@ -199,7 +200,8 @@ fn judge_cell(
         return verdict;
     };
     let current = batch_medians(&result.samples_ns);
-    let baseline = &base.batch_medians_ns;
+    let pooled = base.pooled_batch_medians();
+    let baseline = &pooled;
     if current.len() < MIN_BATCHES || baseline.len() < MIN_BATCHES {
         verdict.verdict = Verdict::Unchanged;
         verdict.notes.push(format!(
@@ -211,7 +213,8 @@ fn judge_cell(
     }
     let margin = policy
         .min_change
-        .max(NOISE_MARGIN_FACTOR * relative_spread(baseline));
+        .max(NOISE_MARGIN_FACTOR * base.within_run_spread())
+        .max(base.run_to_run_spread());
     let (ci_low, ci_high) = bootstrap_ratio_interval(baseline, &current, seed_of(&result.cell.id));
     let change = Change {
         ratio: median(&current) as f64 / median(baseline).max(1) as f64,

@@ -232,3 +232,47 @@ fn baselines_round_trip_through_their_file_and_refuse_other_versions() {
         .contains("not a baseline file"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn runs_accepted_together_set_the_margin_by_their_spread() {
+    let mut base = baseline_of(&run(&native(), &[40_000, 35_000, 30_000], 1));
+    // A second accepted run of unchanged code, in a noisier hour: 1.6x slower tcp.
+    base.add_run(&run(&native(), &[64_000, 35_000, 30_000], 2), 1_796_000_100);
+    let tcp = &base.cells["echo::tcp::200B"];
+    assert_eq!(tcp.runs.len(), 2);
+    assert!(
+        (tcp.run_to_run_spread() - 0.6).abs() < 0.05,
+        "{}",
+        tcp.run_to_run_spread()
+    );
+
+    // 1.7x the faster run is within what unchanged code has done; 2.5x is not.
+    let v = judge(
+        &run(&native(), &[68_000, 35_000, 30_000], 3),
+        Some(&base),
+        RegressionPolicy::default(),
+    );
+    assert_eq!(v.cells[0].verdict, Verdict::Unchanged, "{:?}", v.cells[0]);
+    let v = judge(
+        &run(&native(), &[125_000, 35_000, 30_000], 3),
+        Some(&base),
+        RegressionPolicy::default(),
+    );
+    assert_eq!(v.cells[0].verdict, Verdict::Regressed, "{:?}", v.cells[0]);
+
+    // Only the last MAX_RUNS runs are kept.
+    for i in 0..10 {
+        base.add_run(
+            &run(&native(), &[40_000, 35_000, 30_000], 3 + i),
+            1_796_000_200 + i,
+        );
+    }
+    assert_eq!(
+        base.cells["echo::tcp::200B"].runs.len(),
+        ipc_matrix_baseline::MAX_RUNS
+    );
+    assert_eq!(
+        base.cells["echo::tcp::200B"].runs[0].accepted_at_unix,
+        1_796_000_205
+    );
+}

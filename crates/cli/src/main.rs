@@ -116,6 +116,11 @@ enum BaselineAction {
         /// Folder of the baselines; default: baselines/ next to the matrix file.
         #[arg(long, value_name = "DIR")]
         baselines: Option<PathBuf>,
+        /// Add the results as one more run of the existing baseline (the last 5 runs of
+        /// each cell are kept) instead of replacing it: the spread between accepted runs
+        /// then widens each cell's margin by what this machine's noise really is.
+        #[arg(long)]
+        append: bool,
         /// Show the difference only; write nothing.
         #[arg(long)]
         dry_run: bool,
@@ -285,6 +290,7 @@ fn main() -> ExitCode {
                     results,
                     leg,
                     baselines,
+                    append,
                     dry_run,
                 },
         } => {
@@ -296,7 +302,14 @@ fn main() -> ExitCode {
                     leg
                 };
                 let baselines = baselines_dir(baselines, &matrix);
-                accept(&results, &baselines, &legs, &profile, policy, dry_run)
+                accept(
+                    &results,
+                    &baselines,
+                    &legs,
+                    &profile,
+                    policy,
+                    Acceptance { append, dry_run },
+                )
             })
         }
     };
@@ -412,14 +425,20 @@ fn compare_folders(folders: &[PathBuf], out: &Path) -> Result<u8> {
     Ok(exit_code::OK)
 }
 
-/// Shows how the results differ from the baseline, then stores them as the baseline.
+struct Acceptance {
+    append: bool,
+    dry_run: bool,
+}
+
+/// Shows how the results differ from the baseline, then stores them as the baseline (or
+/// as one more run of it).
 fn accept(
     results: &Path,
     baselines: &Path,
     legs: &[String],
     profile: &str,
     policy: RegressionPolicy,
-    dry_run: bool,
+    how: Acceptance,
 ) -> Result<u8> {
     if legs.is_empty() {
         anyhow::bail!(
@@ -439,38 +458,61 @@ fn accept(
         }
         println!("{}", verdict_table(&report));
         for id in &report.verdict.not_run {
-            println!("  {id}: in the baseline, not in these results: dropped");
+            let fate = if how.append { "kept" } else { "dropped" };
+            println!("  {id}: in the baseline, not in these results: {fate}");
         }
         let (keep, refuse): (Vec<_>, Vec<_>) = report
             .results
             .iter()
             .cloned()
             .partition(|r| r.outcome.passed && r.peer_delay_us.is_none());
-        let mut baseline = Baseline::from_results(&keep, now_unix())
-            .with_context(|| format!("{leg}: no passing cell to accept"))?;
+        let old = report.baseline.as_ref().map(|b| &b.baseline);
+        let mut baseline = match old {
+            Some(old) if how.append => {
+                if old.environment.cpu_model != report.results[0].environment.cpu_model {
+                    anyhow::bail!(
+                        "{leg}: the baseline was measured on {}, these results on {}; \
+                         accept without --append to replace it",
+                        old.environment.cpu_model,
+                        report.results[0].environment.cpu_model
+                    );
+                }
+                let mut appended = old.clone();
+                appended.add_run(&keep, now_unix());
+                appended
+            }
+            _ => Baseline::from_results(&keep, now_unix())
+                .with_context(|| format!("{leg}: no passing cell to accept"))?,
+        };
         for r in &refuse {
             let why = if r.outcome.passed {
                 "ran with a slowed peer"
             } else {
                 "failed"
             };
-            let old = report
-                .baseline
-                .as_ref()
-                .and_then(|b| b.baseline.cells.get(&r.cell.id));
-            match old {
-                Some(old) => {
-                    println!("  {}: {why}; its old baseline entry is kept", r.cell.id);
-                    baseline.cells.insert(r.cell.id.clone(), old.clone());
+            match old.and_then(|b| b.cells.get(&r.cell.id)) {
+                Some(entry) => {
+                    println!("  {}: {why}; its baseline entry is kept", r.cell.id);
+                    baseline.cells.insert(r.cell.id.clone(), entry.clone());
                 }
                 None => println!("  {}: {why}; not accepted", r.cell.id),
             }
         }
-        if dry_run {
+        let runs = baseline
+            .cells
+            .values()
+            .map(|c| c.runs.len())
+            .max()
+            .unwrap_or(0);
+        if how.dry_run {
             println!("dry run: {} not written", path.display());
         } else {
             baseline.save(&path)?;
-            println!("wrote {} ({} cells)", path.display(), baseline.cells.len());
+            println!(
+                "wrote {} ({} cells, up to {runs} accepted run(s) each)",
+                path.display(),
+                baseline.cells.len()
+            );
         }
     }
     Ok(exit_code::OK)

@@ -132,6 +132,26 @@ fn accept_then_report_shows_every_cell_unchanged() {
         "{}",
         text(&again)
     );
+    // ... and accepted as a second run of the same baseline.
+    let append = s.run(
+        &[&["baseline", "accept", "--append"][..], &args].concat(),
+        &[],
+    );
+    assert!(append.status.success(), "{}", text(&append));
+    assert!(
+        text(&append).contains("up to 2 accepted run(s)"),
+        "{}",
+        text(&append)
+    );
+    let file = std::fs::read_to_string(s.path(&format!("baselines/{LEG}/quick.json"))).unwrap();
+    let baseline: serde_json::Value = serde_json::from_str(&file).unwrap();
+    assert_eq!(
+        baseline["cells"]["echo::tcp::200B"]["runs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
 }
 
 #[test]
