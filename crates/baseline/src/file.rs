@@ -50,6 +50,8 @@ pub struct BaselineRun {
     pub p50_ns: u64,
     pub p99_ns: u64,
     pub throughput_mb_per_s: Option<f64>,
+    /// The machine probe taken before the cell (see the results' `core_to_core_ns`).
+    pub core_to_core_ns: Option<u64>,
 }
 
 impl BaselineCell {
@@ -64,6 +66,12 @@ impl BaselineCell {
     /// The median of the pooled batch medians.
     pub fn median_ns(&self) -> u64 {
         median(&self.pooled_batch_medians())
+    }
+
+    /// The median machine probe of the accepted runs that have one.
+    pub fn core_to_core_ns(&self) -> Option<u64> {
+        let probes: Vec<u64> = self.runs.iter().filter_map(|r| r.core_to_core_ns).collect();
+        (!probes.is_empty()).then(|| median(&probes))
     }
 
     /// The largest relative interquartile spread of one accepted run's batch medians:
@@ -140,6 +148,7 @@ impl Baseline {
                 p50_ns: r.latency_ns.map_or(0, |l| l.p50),
                 p99_ns: r.latency_ns.map_or(0, |l| l.p99),
                 throughput_mb_per_s: r.throughput.map(|t| t.mb_per_s),
+                core_to_core_ns: r.core_to_core_ns,
             };
             let fresh = BaselineCell {
                 payload_bytes: r.cell.payload_bytes,

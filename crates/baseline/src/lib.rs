@@ -10,4 +10,6 @@ pub use file::{
     baseline_path, Baseline, BaselineCell, BaselineError, BaselineRun, BASELINE_FORMAT_VERSION,
     MAX_RUNS,
 };
-pub use verdict::{judge, CellVerdict, Change, RunVerdict, Verdict, ALPHA, MIN_BATCHES};
+pub use verdict::{
+    judge, CellVerdict, Change, RunVerdict, Verdict, ALPHA, MACHINE_CHANGE_LIMIT, MIN_BATCHES,
+};

@@ -27,6 +27,9 @@ use serde::Serialize;
 pub const ALPHA: f64 = 0.01;
 /// A noisy cell's margin, in units of its baseline's relative interquartile spread.
 pub const NOISE_MARGIN_FACTOR: f64 = 3.0;
+/// A machine probe (core-to-core round trip) this many times slower or faster than the
+/// baseline's means the machine, not the code, changed: the verdict only informs.
+pub const MACHINE_CHANGE_LIMIT: f64 = 1.5;
 /// Fewer batch medians than this on either side cannot support a verdict.
 pub const MIN_BATCHES: usize = 5;
 
@@ -76,7 +79,8 @@ pub struct CellVerdict {
     pub baseline_p50_ns: Option<u64>,
     pub current_p50_ns: Option<u64>,
     /// False when this verdict only informs (an emulated leg, a baseline from another CPU,
-    /// another CPU placement): such a regression never warns or fails.
+    /// another CPU placement, a machine probe that moved): such a regression never warns
+    /// or fails.
     pub gating: bool,
     /// What a reader should know, e.g. "peer slowed by 50 us on purpose".
     pub notes: Vec<String>,
@@ -190,6 +194,15 @@ fn judge_cell(
                 "CPU placement differs from the baseline's ({:?} vs {:?})",
                 result.placement, base.placement
             ));
+        }
+        if let (Some(now), Some(then)) = (result.core_to_core_ns, base.core_to_core_ns()) {
+            let moved = now.max(1) as f64 / then.max(1) as f64;
+            if !(1.0 / MACHINE_CHANGE_LIMIT..=MACHINE_CHANGE_LIMIT).contains(&moved) {
+                verdict.gating = false;
+                verdict.notes.push(format!(
+                    "the machine changed: a cache line took {now} ns between the two CPUs before this cell, {then} ns in the baseline"
+                ));
+            }
         }
     }
     if !result.outcome.passed {

@@ -276,3 +276,22 @@ fn runs_accepted_together_set_the_margin_by_their_spread() {
         1_796_000_205
     );
 }
+
+#[test]
+fn a_machine_that_changed_under_the_cell_only_informs() {
+    let base = baseline_of(&run(&native(), &[40_000, 35_000, 30_000], 1));
+    let mut current = run(&native(), &[80_000, 35_000, 30_000], 2);
+    // The fixture's probe is 150 ns; the host now takes 3x as long between the CPUs.
+    current[0].core_to_core_ns = Some(450);
+    current[1].core_to_core_ns = Some(180); // within 1.5x: still comparable
+    let v = judge(&current, Some(&base), RegressionPolicy::default());
+    assert_eq!(v.cells[0].verdict, Verdict::Regressed);
+    assert!(!v.cells[0].gating);
+    assert!(
+        v.cells[0].notes[0].contains("the machine changed"),
+        "{:?}",
+        v.cells[0].notes
+    );
+    assert!(v.cells[1].gating && v.cells[1].notes.is_empty());
+    assert_eq!(v.gating_regressions().count(), 0);
+}

@@ -213,7 +213,7 @@ pub fn html(report: &LegReport) -> String {
         let env = &first.environment;
         let _ = writeln!(
             body,
-            "<h2>Environment</h2>\n<p>CPU {} ({} logical cores), kernel {}, runner {}{}, {} build (opt-level {}), {}.</p>",
+            "<h2>Environment</h2>\n<p>CPU {} ({} logical cores), kernel {}, runner {}{}, {} build (opt-level {}), {}; machine probe (a cache line's round trip between the two CPUs, before each cell): {}.</p>",
             escape(&env.cpu_model),
             env.logical_cores,
             escape(&env.kernel),
@@ -222,6 +222,7 @@ pub fn html(report: &LegReport) -> String {
             escape(&env.build_profile),
             escape(&env.opt_level),
             escape(&env.rustc),
+            crate::markdown::probe_range(report),
         );
     }
     let _ = writeln!(

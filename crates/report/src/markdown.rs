@@ -140,6 +140,7 @@ pub fn markdown(report: &LegReport) -> String {
              - runner: {}{}\n\
              - build: {} profile, opt-level {}, {}\n\
              - placement: {placement}\n\
+             - machine probe (a cache line's round trip between the two CPUs, just before each cell): {}\n\
              - payloads: {}\n\
              - verdicts: batch medians of the run vs the baseline's; regressed when the Mann-Whitney p < {ALPHA} and the whole 95 % bootstrap interval of the median ratio lies above 1 + margin (the profile's `min_change`, wider for a noisy cell)\n\
              \n</details>",
@@ -153,6 +154,7 @@ pub fn markdown(report: &LegReport) -> String {
             env.build_profile,
             env.opt_level,
             env.rustc,
+            probe_range(report),
             payload_list(report),
         );
     }
@@ -164,6 +166,16 @@ pub fn markdown(report: &LegReport) -> String {
 /// for HTML by GitHub's renderer and vanish.
 fn text(prose: &str) -> String {
     prose.replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// `62-67 ns`, or `not taken` (unpinned, or emulated too slowly).
+pub(crate) fn probe_range(report: &LegReport) -> String {
+    let probes = report.results.iter().filter_map(|r| r.core_to_core_ns);
+    match (probes.clone().min(), probes.max()) {
+        (Some(low), Some(high)) if low == high => format!("{low} ns"),
+        (Some(low), Some(high)) => format!("{low}-{high} ns"),
+        _ => "not taken".into(),
+    }
 }
 
 fn payload_list(report: &LegReport) -> String {

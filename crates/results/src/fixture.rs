@@ -68,6 +68,7 @@ pub fn passed(cell: &Cell, environment: &Environment, samples_ns: Vec<u64>) -> C
             measurer_cpu: Some(0),
             peer_cpu: Some(1),
         },
+        core_to_core_ns: Some(150),
         peer_delay_us: None,
         wall_seconds: seconds + 0.05,
         finished_at_unix: 1_796_000_000,

@@ -29,6 +29,9 @@ pub struct CellResult {
     pub samples_ns: Vec<u64>,
     /// CPUs the two processes were pinned to.
     pub placement: Placement,
+    /// Round trip of one cache line between those two CPUs just before the cell, in
+    /// nanoseconds: how the machine itself was doing (absent when not pinned).
+    pub core_to_core_ns: Option<u64>,
     /// A delay the peer was told to add before each reply (`IPC_MATRIX_PEER_DELAY_US`);
     /// such a result measures a deliberately slowed peer.
     pub peer_delay_us: Option<u64>,

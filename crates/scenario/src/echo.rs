@@ -5,6 +5,7 @@ use crate::measure::Recorder;
 use crate::payload::Payload;
 use crate::peer::{PeerConfig, PeerDelay};
 use crate::placement::{self, PinnedThread};
+use crate::probe::core_to_core_ns;
 use crate::spawn::{describe, PeerProcess};
 use crate::verify::compare;
 use ipc_matrix_results::{
@@ -75,6 +76,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     if pinned.is_err() {
         placement = Placement::default();
     }
+    let core_to_core_ns = pinned.is_ok().then(|| core_to_core_ns(placement)).flatten();
     let mut tally = Tally::default();
     let failure = echo(cell, options, placement.peer_cpu, &mut tally).err();
     drop(pinned);
@@ -96,6 +98,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         latency_ns: recorder.stats(),
         samples_ns: recorder.samples().to_vec(),
         placement,
+        core_to_core_ns,
         peer_delay_us: options.peer_delay_for(cell).map(|d| d.as_micros() as u64),
         round_trips_per_sec: per_second(measured as f64),
         throughput: per_second(moved_bytes).map(|bytes| Throughput {

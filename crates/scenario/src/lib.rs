@@ -8,6 +8,7 @@ mod measure;
 mod payload;
 mod peer;
 mod placement;
+mod probe;
 mod spawn;
 mod verify;
 
@@ -16,5 +17,6 @@ pub use fault::{Fault, FaultKind};
 pub use payload::{pseudo_random_bytes, Payload};
 pub use peer::{serve_if_requested, PeerDelay, PEER_DELAY_CELLS_ENV, PEER_DELAY_ENV, SERVE_ARG};
 pub use placement::PIN_ENV;
+pub use probe::core_to_core_ns;
 pub use spawn::PEER_RUNNER_ENV;
 pub use verify::{compare, Mismatch};
