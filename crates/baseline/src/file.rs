@@ -83,6 +83,18 @@ impl BaselineCell {
             .fold(0.0, f64::max)
     }
 
+    /// Three standard deviations of the run-to-run movement of this cell's median,
+    /// relative to it: sigma is estimated from the range of the accepted runs as R / d2,
+    /// with Shewhart's control-chart constant d2 for that many runs (1.128 for 2, 1.693
+    /// for 3, 2.059 for 4, 2.326 for 5). 0 for a single run, which shows no such movement.
+    pub fn run_to_run_noise(&self) -> f64 {
+        const D2: [f64; 4] = [1.128, 1.693, 2.059, 2.326];
+        match self.runs.len() {
+            0 | 1 => 0.0,
+            n => 3.0 * self.run_to_run_spread() / D2[(n - 2).min(D2.len() - 1)],
+        }
+    }
+
     /// How far apart the accepted runs' medians are: slowest / fastest - 1 (0 for one run).
     pub fn run_to_run_spread(&self) -> f64 {
         let medians: Vec<u64> = self

@@ -4,10 +4,10 @@
 //! A cell is called regressed only when both hold:
 //! - the Mann-Whitney test finds the two samples of batch medians different at p < 0.01;
 //! - the whole 95 % bootstrap interval of the ratio lies above 1 + margin, where the
-//!   margin is the largest of: the profile's `min_change`; three times the relative
-//!   interquartile spread of batch medians within an accepted run (a noisy cell); and the
-//!   spread between the baseline's accepted runs (slowest / fastest - 1), which is how
-//!   far unchanged code has been seen to move on this machine.
+//!   margin is the largest of: the profile's `min_change`; twice the relative
+//!   interquartile spread of batch medians within an accepted run (a cell that drifts
+//!   within a run); and three standard deviations of the movement between the
+//!   baseline's accepted runs (how far unchanged code moves from run to run here).
 //!
 //! Improved mirrors it below 1 / (1 + margin). Anything else is unchanged: a run-to-run
 //! wobble on a shared machine is neither. The margin exists because batches within one
@@ -25,8 +25,9 @@ use serde::Serialize;
 
 /// Significance level of the Mann-Whitney test.
 pub const ALPHA: f64 = 0.01;
-/// A noisy cell's margin, in units of its baseline's relative interquartile spread.
-pub const NOISE_MARGIN_FACTOR: f64 = 3.0;
+/// A noisy cell's margin, in units of the relative interquartile spread of its batch
+/// medians within one accepted run (2 IQR is about 2.7 sigma of a normal sample).
+pub const NOISE_MARGIN_FACTOR: f64 = 2.0;
 /// A machine probe (core-to-core round trip) this many times slower or faster than the
 /// baseline's means the machine, not the code, changed: the verdict only informs.
 pub const MACHINE_CHANGE_LIMIT: f64 = 1.5;
@@ -227,7 +228,7 @@ fn judge_cell(
     let margin = policy
         .min_change
         .max(NOISE_MARGIN_FACTOR * base.within_run_spread())
-        .max(base.run_to_run_spread());
+        .max(base.run_to_run_noise());
     let (ci_low, ci_high) = bootstrap_ratio_interval(baseline, &current, seed_of(&result.cell.id));
     let change = Change {
         ratio: median(&current) as f64 / median(baseline).max(1) as f64,

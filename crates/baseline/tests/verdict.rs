@@ -236,25 +236,32 @@ fn baselines_round_trip_through_their_file_and_refuse_other_versions() {
 #[test]
 fn runs_accepted_together_set_the_margin_by_their_spread() {
     let mut base = baseline_of(&run(&native(), &[40_000, 35_000, 30_000], 1));
-    // A second accepted run of unchanged code, in a noisier hour: 1.6x slower tcp.
-    base.add_run(&run(&native(), &[64_000, 35_000, 30_000], 2), 1_796_000_100);
+    // Two more accepted runs of unchanged code, in noisier hours: tcp at 1.25x and 1.5x.
+    base.add_run(&run(&native(), &[50_000, 35_000, 30_000], 2), 1_796_000_100);
+    base.add_run(&run(&native(), &[60_000, 35_000, 30_000], 3), 1_796_000_200);
     let tcp = &base.cells["echo::tcp::200B"];
-    assert_eq!(tcp.runs.len(), 2);
+    assert_eq!(tcp.runs.len(), 3);
     assert!(
-        (tcp.run_to_run_spread() - 0.6).abs() < 0.05,
+        (tcp.run_to_run_spread() - 0.5).abs() < 0.03,
         "{}",
         tcp.run_to_run_spread()
     );
+    // 3 sigma with sigma = R / d2(3) = 0.5 / 1.693.
+    assert!(
+        (tcp.run_to_run_noise() - 0.886).abs() < 0.05,
+        "{}",
+        tcp.run_to_run_noise()
+    );
 
-    // 1.7x the faster run is within what unchanged code has done; 2.5x is not.
+    // 1.7x the fastest run is within what unchanged code does here; 2.5x the middle is not.
     let v = judge(
-        &run(&native(), &[68_000, 35_000, 30_000], 3),
+        &run(&native(), &[68_000, 35_000, 30_000], 4),
         Some(&base),
         RegressionPolicy::default(),
     );
     assert_eq!(v.cells[0].verdict, Verdict::Unchanged, "{:?}", v.cells[0]);
     let v = judge(
-        &run(&native(), &[125_000, 35_000, 30_000], 3),
+        &run(&native(), &[125_000, 35_000, 30_000], 4),
         Some(&base),
         RegressionPolicy::default(),
     );

@@ -357,6 +357,11 @@ fn report_legs(
         if report.verdict.cells.iter().any(|c| c.change.is_some()) {
             println!("{}", verdict_table(&report));
         }
+        for cell in &report.verdict.cells {
+            for note in &cell.notes {
+                println!("note: {}: {note}", cell.cell_id);
+            }
+        }
         println!("{}", verdict_summary(&report));
         if running_on_github() {
             for line in github_annotations(&report) {
