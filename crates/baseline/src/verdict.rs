@@ -4,10 +4,10 @@
 //! A cell is called regressed only when both hold:
 //! - the Mann-Whitney test finds the two samples of batch medians different at p < 0.01;
 //! - the whole 95 % bootstrap interval of the ratio lies above 1 + margin, where the
-//!   margin is the largest of: the profile's `min_change`; twice the relative
-//!   interquartile spread of batch medians within an accepted run (a cell that drifts
-//!   within a run); and three standard deviations of the movement between the
-//!   baseline's accepted runs (how far unchanged code moves from run to run here).
+//!   margin is the profile's `min_change` or, for a noisier cell, its noise: three
+//!   standard deviations of the movement between the baseline's accepted runs (how far
+//!   unchanged code moves from run to run here), or, while the baseline holds a single
+//!   run, twice the relative interquartile spread of that run's batch medians.
 //!
 //! Improved mirrors it below 1 / (1 + margin). Anything else is unchanged: a run-to-run
 //! wobble on a shared machine is neither. The margin exists because batches within one
@@ -225,10 +225,13 @@ fn judge_cell(
         ));
         return verdict;
     }
-    let margin = policy
-        .min_change
-        .max(NOISE_MARGIN_FACTOR * base.within_run_spread())
-        .max(base.run_to_run_noise());
+    // With one accepted run, the cell's spread within it is all that is known of its
+    // noise; with more, the movement between runs is measured and says more.
+    let noise = match base.runs.len() {
+        1 => NOISE_MARGIN_FACTOR * base.within_run_spread(),
+        _ => base.run_to_run_noise(),
+    };
+    let margin = policy.min_change.max(noise);
     let (ci_low, ci_high) = bootstrap_ratio_interval(baseline, &current, seed_of(&result.cell.id));
     let change = Change {
         ratio: median(&current) as f64 / median(baseline).max(1) as f64,

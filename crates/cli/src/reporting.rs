@@ -98,10 +98,10 @@ pub fn verdict_table(report: &LegReport) -> Table {
 pub fn verdict_summary(report: &LegReport) -> String {
     let v = &report.verdict;
     let mut line = format!(
-        "{} ({}): {} regressed, {} improved, {} unchanged, {} new, {} failed",
+        "{} ({}): {}, {} improved, {} unchanged, {} new, {} failed",
         v.leg,
         v.profile,
-        v.count(Verdict::Regressed),
+        ipc_matrix_report::regressed_text(v),
         v.count(Verdict::Improved),
         v.count(Verdict::Unchanged),
         v.count(Verdict::New),

@@ -1,7 +1,7 @@
 //! `report.html`: one self-contained page (inline CSS and SVG, no script, no network).
 
 use crate::units::{nanos, p_value, ratio, utc};
-use crate::{plots, LegReport};
+use crate::{plots, regressed_text, LegReport};
 use ipc_matrix_baseline::Verdict;
 use std::fmt::Write;
 
@@ -77,10 +77,10 @@ pub fn html(report: &LegReport) -> String {
     let passed = report.results.iter().filter(|r| r.outcome.passed).count();
     let _ = writeln!(
         body,
-        "<p><strong>{} cells: {passed} passed, {} failed.</strong> Against the baseline: {} regressed, {} improved, {} unchanged, {} new.</p>",
+        "<p><strong>{} cells: {passed} passed, {} failed.</strong> Against the baseline: {}, {} improved, {} unchanged, {} new.</p>",
         report.results.len(),
         report.results.len() - passed,
-        verdict.count(Verdict::Regressed),
+        escape(&regressed_text(verdict)),
         verdict.count(Verdict::Improved),
         verdict.count(Verdict::Unchanged),
         verdict.count(Verdict::New),

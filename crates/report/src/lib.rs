@@ -91,6 +91,17 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// `3 regressed (1 only informational)`: regressions that warn, told apart from those
+/// that only inform (an emulated leg, a machine that changed).
+pub fn regressed_text(verdict: &ipc_matrix_baseline::RunVerdict) -> String {
+    let all = verdict.count(ipc_matrix_baseline::Verdict::Regressed);
+    let informing = all - verdict.gating_regressions().count();
+    match informing {
+        0 => format!("{all} regressed"),
+        n => format!("{all} regressed ({n} only informational)"),
+    }
+}
+
 /// The transport as cell ids name it: `shm-busy`, `tcp`, ...
 pub fn transport_label(result: &CellResult) -> String {
     result.cell.transport_label()

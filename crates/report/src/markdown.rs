@@ -1,7 +1,7 @@
 //! `report.md`: the verdict first, then one table row per cell, then what went wrong.
 
 use crate::units::{bytes, nanos, p_value, ratio, utc};
-use crate::LegReport;
+use crate::{regressed_text, LegReport};
 use ipc_matrix_baseline::{Verdict, ALPHA};
 use std::fmt::Write;
 
@@ -14,18 +14,12 @@ pub fn markdown(report: &LegReport) -> String {
         verdict.leg, verdict.profile
     );
     let passed = report.results.iter().filter(|r| r.outcome.passed).count();
-    let gating = verdict.gating_regressions().count();
     let _ = writeln!(
         md,
-        "**{} cells: {passed} passed, {} failed.** Against the baseline: {} regressed{}, {} improved, {} unchanged, {} new.\n",
+        "**{} cells: {passed} passed, {} failed.** Against the baseline: {}, {} improved, {} unchanged, {} new.\n",
         report.results.len(),
         report.results.len() - passed,
-        verdict.count(Verdict::Regressed),
-        if gating > 0 {
-            format!(" ({gating} gating)")
-        } else {
-            String::new()
-        },
+        regressed_text(verdict),
         verdict.count(Verdict::Improved),
         verdict.count(Verdict::Unchanged),
         verdict.count(Verdict::New),
