@@ -158,6 +158,15 @@ fn run_wide_reason(results: &[CellResult], baseline: Option<&Baseline>) -> Optio
         ));
     }
     let baseline = baseline?;
+    let then = &baseline.environment;
+    if (then.opt_level.as_str(), then.debug_assertions)
+        != (current.opt_level.as_str(), current.debug_assertions)
+    {
+        return Some(format!(
+            "the baseline was built differently (opt-level {}, debug assertions {}; this run: opt-level {}, debug assertions {}), so its verdicts only inform",
+            then.opt_level, then.debug_assertions, current.opt_level, current.debug_assertions
+        ));
+    }
     if baseline.environment.cpu_model != current.cpu_model {
         return Some(format!(
             "the baseline was measured on another CPU ({}; this run: {}), so its verdicts only inform",

@@ -165,6 +165,20 @@ fn emulated_legs_and_other_cpus_only_inform() {
     assert!(v.informational.as_deref().unwrap().contains("emulated"));
     assert_eq!(v.gating_regressions().count(), 0);
 
+    let mut debug = native();
+    debug.debug_assertions = true;
+    let v = judge(
+        &run(&debug, &[80_000, 35_000, 30_000], 2),
+        Some(&base),
+        RegressionPolicy::default(),
+    );
+    assert!(v
+        .informational
+        .as_deref()
+        .unwrap()
+        .contains("built differently"));
+    assert_eq!(v.gating_regressions().count(), 0);
+
     let other = fixture::environment("native", "Another CPU");
     let v = judge(
         &run(&other, &[80_000, 35_000, 30_000], 2),

@@ -17,7 +17,7 @@ pub fn environment(runner: &str, cpu_model: &str) -> Environment {
         rustc: "rustc 1.95.0".into(),
         build_profile: "test".into(),
         opt_level: "3".into(),
-        debug_assertions: true,
+        debug_assertions: false,
     }
 }
 
