@@ -52,18 +52,8 @@ enum Command {
     /// Write report.md, report.html and results.json for each leg with stored results,
     /// judged against its baseline; with --compare, put result folders side by side.
     Report {
-        /// The matrix file (for the profile's regression policy).
-        #[arg(long, value_name = "FILE", default_value = "matrix.yaml")]
-        matrix: PathBuf,
-        /// The profile whose results are reported.
-        #[arg(long, default_value = "quick")]
-        profile: String,
-        /// Folder the results are in; default: <target dir>/ipc-matrix.
-        #[arg(long, value_name = "DIR")]
-        results: Option<PathBuf>,
-        /// Only this leg (`<triple>@<runner>`); repeatable; default: every leg with results.
-        #[arg(long, value_name = "LEG")]
-        leg: Vec<String>,
+        #[command(flatten)]
+        stored: StoredResults,
         #[command(flatten)]
         judging: Judging,
         /// Result folders (`<results>/<leg>/<profile>`) to put side by side, first one the
@@ -101,18 +91,8 @@ enum BaselineAction {
     /// Show how the stored results differ from the baseline, then make them the baseline.
     /// Failed cells and cells run with a slowed peer keep their old entry.
     Accept {
-        /// The matrix file.
-        #[arg(long, value_name = "FILE", default_value = "matrix.yaml")]
-        matrix: PathBuf,
-        /// The profile whose results become its baseline.
-        #[arg(long, default_value = "quick")]
-        profile: String,
-        /// Folder the results are in; default: <target dir>/ipc-matrix.
-        #[arg(long, value_name = "DIR")]
-        results: Option<PathBuf>,
-        /// Only this leg; repeatable; default: every leg with results.
-        #[arg(long, value_name = "LEG")]
-        leg: Vec<String>,
+        #[command(flatten)]
+        stored: StoredResults,
         /// Folder of the baselines; default: baselines/ next to the matrix file.
         #[arg(long, value_name = "DIR")]
         baselines: Option<PathBuf>,
@@ -125,6 +105,53 @@ enum BaselineAction {
         #[arg(long)]
         dry_run: bool,
     },
+}
+
+/// Which stored results a command reads.
+#[derive(clap::Args)]
+struct StoredResults {
+    /// The matrix file (for the profile's regression policy).
+    #[arg(long, value_name = "FILE", default_value = "matrix.yaml")]
+    matrix: PathBuf,
+    /// The profile whose results are read.
+    #[arg(long, default_value = "quick")]
+    profile: String,
+    /// Folder the results are in; default: <target dir>/ipc-matrix.
+    #[arg(long, value_name = "DIR")]
+    results: Option<PathBuf>,
+    /// Only this leg (`<triple>@<runner>`); repeatable; default: every leg with results.
+    #[arg(long, value_name = "LEG")]
+    leg: Vec<String>,
+}
+
+impl StoredResults {
+    fn results_dir(&self) -> PathBuf {
+        self.results
+            .clone()
+            .unwrap_or_else(|| default_out_dir(Path::new(".")))
+    }
+
+    fn policy(&self) -> Result<RegressionPolicy> {
+        regression_policy(&self.matrix, &self.profile)
+    }
+
+    /// The legs asked for, or every leg with results of the profile (at least one).
+    fn legs(&self) -> Result<Vec<String>> {
+        if !self.leg.is_empty() {
+            return Ok(self.leg.clone());
+        }
+        let results = self.results_dir();
+        let legs = legs_with_results(&results, &self.profile)?;
+        if legs.is_empty() {
+            return Err(NoCells(format!(
+                "no results of profile `{}` under {}; run the cells first",
+                self.profile,
+                results.display()
+            ))
+            .into());
+        }
+        Ok(legs)
+    }
 }
 
 /// How a run is judged against its baseline.
@@ -245,73 +272,45 @@ fn main() -> ExitCode {
             Ok(code.max(judged))
         }),
         Command::Report {
-            matrix,
-            profile,
-            results,
-            leg,
+            stored,
             judging,
             compare,
             out,
         } => {
-            let results = results.unwrap_or_else(|| default_out_dir(Path::new(".")));
             if compare.is_empty() {
-                regression_policy(&matrix, &profile).and_then(|policy| {
-                    let legs = if leg.is_empty() {
-                        legs_with_results(&results, &profile)?
-                    } else {
-                        leg
-                    };
-                    if legs.is_empty() {
-                        return Err(NoCells(format!(
-                            "no results of profile `{profile}` under {}; run the cells first",
-                            results.display()
-                        ))
-                        .into());
-                    }
-                    let baselines = baselines_dir(judging.baselines, &matrix);
+                stored.policy().and_then(|policy| {
                     report_legs(
-                        &results,
-                        &baselines,
-                        &legs,
-                        &profile,
+                        &stored.results_dir(),
+                        &baselines_dir(judging.baselines, &stored.matrix),
+                        &stored.legs()?,
+                        &stored.profile,
                         policy,
                         judging.strict,
                     )
                 })
             } else {
-                compare_folders(&compare, &out.unwrap_or_else(|| results.join("compare")))
+                let out = out.unwrap_or_else(|| stored.results_dir().join("compare"));
+                compare_folders(&compare, &out)
             }
         }
         Command::Baseline {
             action:
                 BaselineAction::Accept {
-                    matrix,
-                    profile,
-                    results,
-                    leg,
+                    stored,
                     baselines,
                     append,
                     dry_run,
                 },
-        } => {
-            let results = results.unwrap_or_else(|| default_out_dir(Path::new(".")));
-            regression_policy(&matrix, &profile).and_then(|policy| {
-                let legs = if leg.is_empty() {
-                    legs_with_results(&results, &profile)?
-                } else {
-                    leg
-                };
-                let baselines = baselines_dir(baselines, &matrix);
-                accept(
-                    &results,
-                    &baselines,
-                    &legs,
-                    &profile,
-                    policy,
-                    Acceptance { append, dry_run },
-                )
-            })
-        }
+        } => stored.policy().and_then(|policy| {
+            accept(
+                &stored.results_dir(),
+                &baselines_dir(baselines, &stored.matrix),
+                &stored.legs()?,
+                &stored.profile,
+                policy,
+                Acceptance { append, dry_run },
+            )
+        }),
     };
     match outcome {
         Ok(code) => ExitCode::from(code),
@@ -445,12 +444,6 @@ fn accept(
     policy: RegressionPolicy,
     how: Acceptance,
 ) -> Result<u8> {
-    if legs.is_empty() {
-        anyhow::bail!(
-            "no results of profile `{profile}` under {}",
-            results.display()
-        );
-    }
     for leg in legs {
         let report = leg_report(results, baselines, leg, profile, policy)?;
         let path = baseline_path(baselines, leg, profile);

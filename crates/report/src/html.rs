@@ -1,7 +1,7 @@
 //! `report.html`: one self-contained page (inline CSS and SVG, no script, no network).
 
 use crate::units::{nanos, p_value, ratio, utc};
-use crate::{plots, regressed_text, LegReport};
+use crate::{headline, plots, LegReport};
 use ipc_matrix_baseline::Verdict;
 use std::fmt::Write;
 
@@ -74,16 +74,12 @@ pub fn html(report: &LegReport) -> String {
     let verdict = &report.verdict;
     let title = format!("ipc-matrix: {}, profile {}", verdict.leg, verdict.profile);
     let mut body = String::new();
-    let passed = report.results.iter().filter(|r| r.outcome.passed).count();
+    let (cells, against) = headline(report);
     let _ = writeln!(
         body,
-        "<p><strong>{} cells: {passed} passed, {} failed.</strong> Against the baseline: {}, {} improved, {} unchanged, {} new.</p>",
-        report.results.len(),
-        report.results.len() - passed,
-        escape(&regressed_text(verdict)),
-        verdict.count(Verdict::Improved),
-        verdict.count(Verdict::Unchanged),
-        verdict.count(Verdict::New),
+        "<p><strong>{}</strong> {}</p>",
+        escape(&cells),
+        escape(&against)
     );
     match &report.baseline {
         Some(b) => {

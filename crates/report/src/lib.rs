@@ -91,6 +91,27 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// The two sentences every report opens with: `9 cells: 9 passed, 0 failed.` and
+/// `Against the baseline: 2 regressed, 0 improved, 7 unchanged, 0 new.`
+pub fn headline(report: &LegReport) -> (String, String) {
+    let passed = report.results.iter().filter(|r| r.outcome.passed).count();
+    let verdict = &report.verdict;
+    (
+        format!(
+            "{} cells: {passed} passed, {} failed.",
+            report.results.len(),
+            report.results.len() - passed
+        ),
+        format!(
+            "Against the baseline: {}, {} improved, {} unchanged, {} new.",
+            regressed_text(verdict),
+            verdict.count(ipc_matrix_baseline::Verdict::Improved),
+            verdict.count(ipc_matrix_baseline::Verdict::Unchanged),
+            verdict.count(ipc_matrix_baseline::Verdict::New),
+        ),
+    )
+}
+
 /// `3 regressed (1 only informational)`: regressions that warn, told apart from those
 /// that only inform (an emulated leg, a machine that changed).
 pub fn regressed_text(verdict: &ipc_matrix_baseline::RunVerdict) -> String {

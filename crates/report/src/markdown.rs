@@ -1,7 +1,7 @@
 //! `report.md`: the verdict first, then one table row per cell, then what went wrong.
 
 use crate::units::{bytes, nanos, p_value, ratio, utc};
-use crate::{regressed_text, LegReport};
+use crate::{headline, LegReport};
 use ipc_matrix_baseline::{Verdict, ALPHA};
 use std::fmt::Write;
 
@@ -13,17 +13,8 @@ pub fn markdown(report: &LegReport) -> String {
         "## ipc-matrix: `{}`, profile `{}`\n",
         verdict.leg, verdict.profile
     );
-    let passed = report.results.iter().filter(|r| r.outcome.passed).count();
-    let _ = writeln!(
-        md,
-        "**{} cells: {passed} passed, {} failed.** Against the baseline: {}, {} improved, {} unchanged, {} new.\n",
-        report.results.len(),
-        report.results.len() - passed,
-        regressed_text(verdict),
-        verdict.count(Verdict::Improved),
-        verdict.count(Verdict::Unchanged),
-        verdict.count(Verdict::New),
-    );
+    let (cells, against) = headline(report);
+    let _ = writeln!(md, "**{cells}** {against}\n");
     match &report.baseline {
         Some(b) => {
             let _ = writeln!(

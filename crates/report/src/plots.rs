@@ -45,6 +45,20 @@ fn svg(height: u32, draw: impl FnOnce(&Area) -> DrawResult) -> Result<String, St
     Ok(out)
 }
 
+/// The series legend, boxed, where it hides the least.
+fn legend<'a, X: Ranged, Y: Ranged>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, Y>>,
+    position: SeriesLabelPosition,
+) -> DrawResult {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()?;
+    Ok(())
+}
+
 /// A log axis range that holds every value with some room on both sides.
 fn log_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     let (low, high) = values
@@ -104,12 +118,7 @@ pub fn round_trip_vs_payload(results: &[CellResult]) -> Result<String, String> {
                 &|p, s, st| Circle::new(p, s, st),
             ))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         Ok(())
     })
 }
@@ -168,12 +177,7 @@ pub fn grouped_bars(
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
         }
         if series.len() > 1 {
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::LowerRight)
-                .background_style(WHITE.mix(0.9))
-                .border_style(BLACK)
-                .draw()?;
+            legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         }
         Ok(())
     })
@@ -276,12 +280,7 @@ pub fn latency_over_index(result: &CellResult) -> Result<String, String> {
             .draw_series(LineSeries::new(medians, color(5).stroke_width(2)))?
             .label(format!("median of each {batch}"))
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color(5).stroke_width(2)));
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         Ok(())
     })
 }
