@@ -12,6 +12,8 @@
 
 /// Batches a run is cut into for comparison (fewer when there are fewer round trips).
 pub const TARGET_BATCHES: usize = 30;
+use ipc_matrix_spec::splitmix64;
+
 /// Bootstrap resamples; enough for stable 2.5 % and 97.5 % quantiles.
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
 
@@ -160,15 +162,6 @@ pub fn bootstrap_ratio_interval(baseline: &[u64], current: &[u64], seed: u64) ->
         .collect();
     ratios.sort_by(f64::total_cmp);
     (quantile(&ratios, 0.025), quantile(&ratios, 0.975))
-}
-
-/// SplitMix64 (Steele, Lea & Flood, 2014).
-fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// FNV-1a, to seed a cell's bootstrap from its id.

@@ -1,25 +1,7 @@
-//! Deterministic pseudo-random payloads: the same seed gives the same bytes on every CPU
-//! (words are written little-endian explicitly), and no payload is one repeated byte,
-//! which would hide offset bugs.
+//! Deterministic pseudo-random payloads (see `ipc_matrix_spec::pseudo_random_bytes`),
+//! stamped with the round-trip index.
 
-/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and well-distributed for this job.
-fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-pub fn pseudo_random_bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed ^ (len as u64).rotate_left(32);
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        out.extend_from_slice(&splitmix64(&mut state).to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
+pub use ipc_matrix_spec::pseudo_random_bytes;
 
 /// A payload whose first 8 bytes also carry the round-trip index, so every request
 /// differs from the one before and a late UDP reply can be told from the current one.

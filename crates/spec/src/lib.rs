@@ -9,6 +9,7 @@ mod cell;
 mod error;
 mod locate;
 mod model;
+mod seeded;
 mod units;
 mod validate;
 
@@ -18,4 +19,5 @@ pub use model::{
     Overrides, Profile, RegressionPolicy, Runner, Scenario, ScenarioKind, Spec, Target,
     TransportKind, WakeMode, SCHEMA_VERSION,
 };
+pub use seeded::{pseudo_random_bytes, splitmix64};
 pub use units::{ByteSize, Count, DurationSpec, UDP_MAX_PAYLOAD};
