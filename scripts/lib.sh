@@ -48,3 +48,24 @@ write_reports() {
 # For steps that must all run: remembers the first non-zero exit status in $status.
 #   some_step || first_failure $?
 first_failure() { if [ "${status:-0}" -eq 0 ]; then status=$1; fi; }
+
+# Installs Debian/Ubuntu packages with apt (through sudo when not root); fails without apt.
+apt_install() {
+  command -v apt-get >/dev/null 2>&1 || return 1
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  say "apt-get install $*"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+# protoc and capnp, the reference implementations the interop tests decode with. Without
+# them those tests are listed as ignored, so they are installed where apt allows.
+ensure_interop_tools() {
+  local missing=()
+  command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
+  command -v capnp >/dev/null 2>&1 || missing+=(capnproto)
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  apt_install "${missing[@]}" ||
+    say "could not install ${missing[*]}: the interop tests that need them are listed as ignored"
+}

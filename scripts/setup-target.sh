@@ -34,10 +34,6 @@ if [ ${#missing[@]} -eq 0 ]; then
   say "$gnu-gcc and $qemu: already installed"
   exit 0
 fi
-command -v apt-get >/dev/null 2>&1 || die "apt-get not found: install ${missing[*]} (or their equivalents) by hand; this script knows Debian and Ubuntu only"
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-say "apt-get install ${missing[*]}"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+apt_install "${missing[@]}" ||
+  die "could not install ${missing[*]} with apt-get: install them (or their equivalents) by hand; this script knows Debian and Ubuntu only"
 say "installed: ${missing[*]}"

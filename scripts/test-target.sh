@@ -11,6 +11,7 @@ triple="${1:-}"
 shift
 ensure_rust
 ensure_nextest
+ensure_interop_tools
 scripts/setup-target.sh "$triple"
 status=0
 say "cargo nextest run --profile ci --target $triple"
