@@ -8,7 +8,9 @@
 use ipc_matrix::{default_out_dir, exit_code, run_and_store, Stored};
 use ipc_matrix_results::FailureKind;
 use ipc_matrix_scenario::{run_cell, Fault, FaultKind, RunOptions};
-use ipc_matrix_spec::{Cell, ScenarioKind, Spec, TransportKind, WakeMode, CELL_GROUP_FAULT};
+use ipc_matrix_spec::{
+    Cell, CodecKind, ScenarioKind, Spec, TransportKind, WakeMode, CELL_GROUP_FAULT,
+};
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -110,7 +112,47 @@ fn fault_trials() -> Vec<Trial> {
             trials.push(Trial::test(name, move || check_fault(&cell, kind)));
         }
     }
+    // A codec cell's peer decodes and re-encodes: a damaged frame must be caught by the
+    // decoder (truncated) or by the field-by-field check (a flipped blob byte).
+    for codec in CodecKind::ALL {
+        for kind in [FaultKind::FlipByte, FaultKind::Truncate] {
+            let mut cell = fault_cell(TransportKind::Tcp, None);
+            cell.kind = ScenarioKind::Codec;
+            cell.codec = Some(codec);
+            cell.payload_bytes = 1000;
+            let name = format!("{CELL_GROUP_FAULT}::codec-{codec}::{}", kind.as_str());
+            cell.id = name.clone();
+            trials.push(Trial::test(name, move || check_codec_fault(&cell, kind)));
+        }
+    }
     trials
+}
+
+fn check_codec_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {
+    let options = RunOptions {
+        fault: Some(Fault { kind, at: FAULT_AT }),
+        ..RunOptions::default()
+    };
+    let result = run_cell(cell, &options);
+    let Some(failure) = result.outcome.failure else {
+        return Err(format!("the cell passed although the peer committed {kind:?}").into());
+    };
+    let (expected, detail) = match kind {
+        FaultKind::FlipByte => (FailureKind::Mismatch, "the decoded reply differs at blob["),
+        _ => (FailureKind::Protocol, "the reply is not a"),
+    };
+    if failure.kind != expected
+        || failure.round_trip != Some(FAULT_AT)
+        || !failure.reason.contains(detail)
+    {
+        return Err(format!(
+            "expected {expected:?} at round trip {FAULT_AT} saying `{detail}`, got {:?} at {:?}: {}",
+            failure.kind, failure.round_trip, failure.reason
+        )
+        .into());
+    }
+    println!("{}: failed as expected: {}", cell.id, failure.reason);
+    Ok(())
 }
 
 fn fault_cell(transport: TransportKind, wake: Option<WakeMode>) -> Cell {
@@ -132,6 +174,7 @@ fn fault_cell(transport: TransportKind, wake: Option<WakeMode>) -> Cell {
         }),
         max_loss: 0.0,
         seed: 42,
+        codec: None,
         profile: "fault".into(),
     }
 }

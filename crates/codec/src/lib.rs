@@ -9,7 +9,6 @@ mod frame;
 mod prost_codec;
 
 pub use frame::{Header, Reading, SensorFrame, Status, READINGS, STRUCTURE_BYTES};
-use serde::{Deserialize, Serialize};
 
 #[allow(clippy::all, clippy::pedantic, unused_parens)]
 mod sensor_frame_capnp {
@@ -37,42 +36,29 @@ impl std::fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Codec {
-    Capnp,
-    Prost,
+/// The serialization formats, as matrix.yaml names them.
+pub use ipc_matrix_spec::CodecKind as Codec;
+
+/// Encoding and decoding a [`SensorFrame`] in a [`Codec`]'s format.
+pub trait FrameCodec {
+    /// Encodes `frame` into `out` (cleared first).
+    fn encode(self, frame: &SensorFrame, out: &mut Vec<u8>);
+    fn decode(self, bytes: &[u8]) -> Result<SensorFrame, DecodeError>;
 }
 
-impl Codec {
-    pub const ALL: [Codec; 2] = [Codec::Capnp, Codec::Prost];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Codec::Capnp => "capnp",
-            Codec::Prost => "prost",
-        }
-    }
-
-    /// Encodes `frame` into `out` (cleared first).
-    pub fn encode(self, frame: &SensorFrame, out: &mut Vec<u8>) {
+impl FrameCodec for Codec {
+    fn encode(self, frame: &SensorFrame, out: &mut Vec<u8>) {
         match self {
             Codec::Capnp => capnp_codec::encode(frame, out),
             Codec::Prost => prost_codec::encode(frame, out),
         }
     }
 
-    pub fn decode(self, bytes: &[u8]) -> Result<SensorFrame, DecodeError> {
+    fn decode(self, bytes: &[u8]) -> Result<SensorFrame, DecodeError> {
         match self {
             Codec::Capnp => capnp_codec::decode(bytes),
             Codec::Prost => prost_codec::decode(bytes),
         }
-    }
-}
-
-impl std::fmt::Display for Codec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }
 

@@ -4,7 +4,7 @@
 //! is listed as ignored (kind "needs <tool>"), never passed silently.
 //! `scripts/test.sh` installs both where apt is available.
 
-use ipc_matrix_codec::{Codec, SensorFrame, CAPNP_SCHEMA, PROTO_SCHEMA};
+use ipc_matrix_codec::{Codec, FrameCodec, SensorFrame, CAPNP_SCHEMA, PROTO_SCHEMA};
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::io::Write;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! on every CPU of the matrix (x86_64, aarch64, big-endian s390x); a codec or a frame
 //! builder that writes native-endian words, or reads them, fails it on some CPU.
 
-use ipc_matrix_codec::{Codec, SensorFrame};
+use ipc_matrix_codec::{Codec, FrameCodec, SensorFrame};
 use sha2::{Digest, Sha256};
 use std::fmt::Write;
 

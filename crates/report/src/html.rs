@@ -1,7 +1,7 @@
 //! `report.html`: one self-contained page (inline CSS and SVG, no script, no network).
 
 use crate::units::{nanos, p_value, ratio, utc};
-use crate::{headline, plots, LegReport};
+use crate::{codec_results, headline, plots, LegReport};
 use ipc_matrix_baseline::Verdict;
 use std::fmt::Write;
 
@@ -194,6 +194,53 @@ pub fn html(report: &LegReport) -> String {
         plots::throughput_bars(&report.results),
         "Payload megabytes per second, request and reply counted (log scale).",
     ));
+    let codec_cells = codec_results(report);
+    if !codec_cells.is_empty() {
+        // One row per transport and payload, one bar per codec.
+        let mut rows: Vec<String> = Vec::new();
+        for r in &codec_cells {
+            let row = format!("{} {}", r.cell.transport_label(), r.cell.payload_label);
+            if !rows.contains(&row) {
+                rows.push(row);
+            }
+        }
+        let mut codecs: Vec<_> = codec_cells.iter().filter_map(|r| r.cell.codec).collect();
+        codecs.sort();
+        codecs.dedup();
+        let series: Vec<(String, Vec<Option<f64>>)> = codecs
+            .iter()
+            .map(|codec| {
+                let values = rows
+                    .iter()
+                    .map(|row| {
+                        codec_cells
+                            .iter()
+                            .find(|r| {
+                                r.cell.codec == Some(*codec)
+                                    && format!(
+                                        "{} {}",
+                                        r.cell.transport_label(),
+                                        r.cell.payload_label
+                                    ) == *row
+                            })
+                            .and_then(|r| r.latency_ns)
+                            .map(|l| l.p50 as f64)
+                    })
+                    .collect();
+                (codec.to_string(), values)
+            })
+            .collect();
+        body.push_str(&figure(
+            plots::grouped_bars(
+                "Sensor frame round trip by codec",
+                "p50 round trip (encode, send, decode and re-encode at the peer, reply, decode)",
+                &rows,
+                &series,
+                &|v| nanos(v as u64),
+            ),
+            "Cap'n Proto vs protobuf: median round trip of a sensor frame per transport and payload (log scale).",
+        ));
+    }
     body.push_str("<h2>Stability: round trip by message index</h2>\n");
     for result in report.results.iter().filter(|r| !r.samples_ns.is_empty()) {
         body.push_str(&figure(

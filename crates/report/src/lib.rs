@@ -123,6 +123,15 @@ pub fn regressed_text(verdict: &ipc_matrix_baseline::RunVerdict) -> String {
     }
 }
 
+/// The `codec` cells, for the serialization section of a report.
+pub fn codec_results(report: &LegReport) -> Vec<&CellResult> {
+    report
+        .results
+        .iter()
+        .filter(|r| r.cell.codec.is_some())
+        .collect()
+}
+
 /// The transport as cell ids name it: `shm-busy`, `tcp`, ...
 pub fn transport_label(result: &CellResult) -> String {
     result.cell.transport_label()

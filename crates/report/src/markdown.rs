@@ -1,7 +1,7 @@
 //! `report.md`: the verdict first, then one table row per cell, then what went wrong.
 
 use crate::units::{bytes, nanos, p_value, ratio, utc};
-use crate::{headline, LegReport};
+use crate::{codec_results, headline, LegReport};
 use ipc_matrix_baseline::{Verdict, ALPHA};
 use std::fmt::Write;
 
@@ -79,6 +79,34 @@ pub fn markdown(report: &LegReport) -> String {
                 .map_or_else(dash, |c| ratio(c.ratio, c.ci_low, c.ci_high)),
             verdict_text,
         );
+    }
+
+    let codec_cells = codec_results(report);
+    if !codec_cells.is_empty() {
+        md.push_str("\n### Serialization (sensor frame, encode + send + peer decodes and re-encodes + reply + decode)\n\n");
+        md.push_str("| codec | transport | payload | round trip p50 | p99 | encode p50 | decode p50 | MB/s |\n");
+        md.push_str("|---|---|---:|---:|---:|---:|---:|---:|\n");
+        for r in codec_cells {
+            let dash = || "-".to_string();
+            let stages = r.codec_ns;
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.cell.codec.map_or_else(dash, |c| c.to_string()),
+                r.cell.transport_label(),
+                r.cell.payload_label,
+                r.latency_ns.map_or_else(dash, |l| nanos(l.p50)),
+                r.latency_ns.map_or_else(dash, |l| nanos(l.p99)),
+                stages
+                    .and_then(|s| s.encode_ns)
+                    .map_or_else(dash, |l| nanos(l.p50)),
+                stages
+                    .and_then(|s| s.decode_ns)
+                    .map_or_else(dash, |l| nanos(l.p50)),
+                r.throughput
+                    .map_or_else(dash, |t| format!("{:.1}", t.mb_per_s)),
+            );
+        }
     }
 
     let failures: Vec<_> = report

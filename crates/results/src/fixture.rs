@@ -64,6 +64,7 @@ pub fn passed(cell: &Cell, environment: &Environment, samples_ns: Vec<u64>) -> C
             mbit_per_s: bytes * 8.0 / seconds / 1e6,
         }),
         samples_ns,
+        codec_ns: None,
         placement: Placement {
             measurer_cpu: Some(0),
             peer_cpu: Some(1),

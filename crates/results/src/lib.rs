@@ -9,7 +9,7 @@ mod store;
 
 pub use environment::{Environment, RUNNER_ENV};
 pub use schema::{
-    CellResult, Failure, FailureKind, LatencyStats, Outcome, Placement, Throughput,
+    CellResult, CodecStages, Failure, FailureKind, LatencyStats, Outcome, Placement, Throughput,
     MAX_SAMPLES_KEPT, RESULT_SCHEMA_VERSION,
 };
 pub use store::{cell_file_name, leg_name, read_results, run_dir, write_result};

@@ -27,6 +27,9 @@ pub struct CellResult {
     /// left out), at most [`MAX_SAMPLES_KEPT`]: the input of baselines, comparisons and
     /// the latency-over-index plots.
     pub samples_ns: Vec<u64>,
+    /// `codec` cells: the encoding and the decoding of the measuring side alone, each
+    /// also inside the round trip.
+    pub codec_ns: Option<CodecStages>,
     /// CPUs the two processes were pinned to.
     pub placement: Placement,
     /// Round trip of one cache line between those two CPUs just before the cell, in
@@ -105,4 +108,11 @@ pub struct Throughput {
 pub struct Placement {
     pub measurer_cpu: Option<usize>,
     pub peer_cpu: Option<usize>,
+}
+
+/// Percentiles of one codec's encode and decode times (measuring side), in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CodecStages {
+    pub encode_ns: Option<LatencyStats>,
+    pub decode_ns: Option<LatencyStats>,
 }

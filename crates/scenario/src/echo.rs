@@ -1,5 +1,6 @@
 //! The echo scenario (`echo` and `bulk` kinds): request, reply, compare, time.
 
+use crate::codec_work::{CodecWork, FRAME_SLACK};
 use crate::fault::Fault;
 use crate::measure::Recorder;
 use crate::payload::Payload;
@@ -9,7 +10,7 @@ use crate::probe::core_to_core_ns;
 use crate::spawn::{describe, PeerProcess};
 use crate::verify::compare;
 use ipc_matrix_results::{
-    CellResult, Environment, Failure, FailureKind, Outcome, Placement, Throughput,
+    CellResult, CodecStages, Environment, Failure, FailureKind, Outcome, Placement, Throughput,
     RESULT_SCHEMA_VERSION,
 };
 use ipc_matrix_spec::Cell;
@@ -63,6 +64,7 @@ impl Default for RunOptions {
 #[derive(Default)]
 struct Tally {
     recorder: Recorder,
+    codec_stages: Option<CodecStages>,
     measured_time: Duration,
     lost: u64,
 }
@@ -97,6 +99,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         lost: tally.lost,
         latency_ns: recorder.stats(),
         samples_ns: recorder.samples().to_vec(),
+        codec_ns: tally.codec_stages,
         placement,
         core_to_core_ns,
         peer_delay_us: options.peer_delay_for(cell).map(|d| d.as_micros() as u64),
@@ -133,12 +136,17 @@ fn echo(
             cell.payload_bytes
         ))
     })?;
-    let limit = len + REPLY_SLACK;
+    let mut codec_work = cell
+        .codec
+        .map(|codec| CodecWork::new(codec, cell.seed, len));
+    // A frame is its payload plus some structure; echo messages are the payload exactly.
+    let max_message = len + codec_work.as_ref().map_or(0, |_| FRAME_SLACK);
+    let limit = max_message + REPLY_SLACK;
     let acceptor = listen(
         cell.transport,
         ListenOptions {
             wake: cell.wake,
-            max_message: len,
+            max_message,
         },
     )
     .map_err(|e| setup_failure(format!("opening the {} channel: {e}", cell.transport)))?;
@@ -150,6 +158,7 @@ fn echo(
         fault: options.fault,
         delay: options.peer_delay_for(cell),
         cpu: peer_cpu,
+        codec: cell.codec,
     };
     let mut peer = PeerProcess::spawn(&options.peer_program, &config)
         .map_err(|e| setup_failure(format!("starting the peer: {e}")))?;
@@ -173,10 +182,18 @@ fn echo(
     let mut reply = Vec::with_capacity(limit);
     let mut lost_in_a_row = 0;
     for index in 0..total {
+        let measured = index >= cell.warmup;
         payload.stamp(index);
-        let request = payload.bytes();
-        let sent_at = Instant::now();
-        let deadline = sent_at + cell.timeout;
+        if let Some(work) = codec_work.as_mut() {
+            work.prepare(index);
+        }
+        // For a codec cell the round trip starts before encoding and ends after decoding.
+        let started = Instant::now();
+        let request = match codec_work.as_mut() {
+            Some(work) => work.encode(measured),
+            None => payload.bytes(),
+        };
+        let deadline = Instant::now() + cell.timeout;
         run.channel
             .send(request, deadline)
             .map_err(|e| run.transport_failure(index, "sending the request", e))?;
@@ -191,7 +208,11 @@ fn echo(
                 Err(e) => return Err(run.transport_failure(index, "waiting for the reply", e)),
             }
         };
-        let round_trip = sent_at.elapsed();
+        let decoded = match codec_work.as_mut() {
+            Some(work) if answered => Some(work.decode(&reply, measured)),
+            _ => None,
+        };
+        let round_trip = started.elapsed();
         if !answered {
             tally.lost += 1;
             lost_in_a_row += 1;
@@ -208,7 +229,23 @@ fn echo(
             continue;
         }
         lost_in_a_row = 0;
-        if let Err(mismatch) = compare(request, &reply) {
+        if let (Some(work), Some(decoded)) = (codec_work.as_ref(), decoded) {
+            let codec = work.codec();
+            let frame = decoded.map_err(|e| {
+                run.failure(
+                    index,
+                    FailureKind::Protocol,
+                    format!("the reply is not a {codec} sensor frame: {e}"),
+                )
+            })?;
+            if let Some(difference) = work.difference(&frame) {
+                return Err(run.failure(
+                    index,
+                    FailureKind::Mismatch,
+                    format!("the decoded reply differs at {difference}"),
+                ));
+            }
+        } else if let Err(mismatch) = compare(payload.bytes(), &reply) {
             let kind = if mismatch.is_length() {
                 FailureKind::Length
             } else {
@@ -216,12 +253,16 @@ fn echo(
             };
             return Err(run.failure(index, kind, mismatch.to_string()));
         }
-        if index >= cell.warmup {
+        if measured {
             tally.recorder.record(round_trip);
             tally.measured_time += round_trip;
         }
     }
 
+    tally.codec_stages = codec_work.map(|work| CodecStages {
+        encode_ns: work.encode_times.stats(),
+        decode_ns: work.decode_times.stats(),
+    });
     let allowed = (cell.max_loss * total as f64).floor() as u64;
     if tally.lost > allowed {
         return Err(Failure {

@@ -2,6 +2,7 @@
 //! payloads through the cell's transport, compare every reply with what was sent, and turn
 //! the timings into a [`CellResult`](ipc_matrix_results::CellResult).
 
+mod codec_work;
 mod echo;
 mod fault;
 mod measure;

@@ -3,6 +3,7 @@
 //! fault it was told to commit, if any.
 
 use crate::fault::{Fault, FaultKind};
+use ipc_matrix_codec::{Codec, FrameCodec};
 use ipc_matrix_transport::{connect, die_with_parent, set_thread_cpus, PeerAddress};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
@@ -63,6 +64,9 @@ pub struct PeerConfig {
     pub delay: Option<Duration>,
     /// The CPU the peer pins itself to.
     pub cpu: Option<usize>,
+    /// `codec` cells: decode every message as a sensor frame in this format and reply with
+    /// it encoded again, rather than echoing the bytes.
+    pub codec: Option<Codec>,
 }
 
 /// If this process was started as a peer, serves and exits; otherwise returns at once.
@@ -112,6 +116,12 @@ fn serve(config: PeerConfig) -> Result<(), String> {
             .map_err(|e| format!("message {index}: {e}"))?;
         if message.is_empty() {
             return Ok(());
+        }
+        if let Some(codec) = config.codec {
+            let frame = codec
+                .decode(&message)
+                .map_err(|e| format!("message {index} is not a {codec} sensor frame: {e}"))?;
+            codec.encode(&frame, &mut message);
         }
         if let Some(delay) = config.delay {
             // A spin, not a sleep: sleeping adds the timer slack (50 us by default) on top.

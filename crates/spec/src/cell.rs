@@ -1,6 +1,6 @@
 //! Expansion of a spec into cells: one cell is one test, one result file, one table row.
 
-use crate::model::{Runner, ScenarioKind, Spec, Target, TransportKind, WakeMode};
+use crate::model::{CodecKind, Runner, ScenarioKind, Spec, Target, TransportKind, WakeMode};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -25,6 +25,9 @@ pub struct Cell {
     pub max_loss: f64,
     pub seed: u64,
     pub profile: String,
+    /// `codec` scenarios: the serialization format of the sensor frames exchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub codec: Option<CodecKind>,
 }
 
 impl Cell {
@@ -76,8 +79,16 @@ impl Spec {
                     TransportKind::Shm => scenario.wake.iter().copied().map(Some).collect(),
                     _ => vec![None],
                 };
-                for wake in wakes {
-                    for payload in &payloads {
+                let codecs: Vec<Option<CodecKind>> = match scenario.kind {
+                    ScenarioKind::Codec => scenario.codecs.iter().copied().map(Some).collect(),
+                    _ => vec![None],
+                };
+                for (wake, codec, payload) in wakes
+                    .iter()
+                    .flat_map(|w| codecs.iter().map(move |c| (*w, *c)))
+                    .flat_map(|(w, c)| payloads.iter().map(move |p| (w, c, p)))
+                {
+                    {
                         let mut cell = Cell {
                             id: String::new(),
                             scenario: scenario.name.clone(),
@@ -92,13 +103,22 @@ impl Spec {
                             max_loss: scenario.max_loss,
                             seed: self.seed,
                             profile: profile.to_string(),
+                            codec,
                         };
-                        cell.id = format!(
-                            "{}::{}::{}",
-                            cell.scenario,
-                            cell.transport_label(),
-                            cell.payload_label
-                        );
+                        cell.id = match codec {
+                            Some(codec) => format!(
+                                "{}::{codec}::{}::{}",
+                                cell.scenario,
+                                cell.transport_label(),
+                                cell.payload_label
+                            ),
+                            None => format!(
+                                "{}::{}::{}",
+                                cell.scenario,
+                                cell.transport_label(),
+                                cell.payload_label
+                            ),
+                        };
                         cells.push(cell);
                     }
                 }

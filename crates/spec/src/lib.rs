@@ -16,7 +16,7 @@ mod validate;
 pub use cell::{Cell, CELL_GROUP_FAULT};
 pub use error::{SpecError, SpecErrors};
 pub use model::{
-    Overrides, Profile, RegressionPolicy, Runner, Scenario, ScenarioKind, Spec, Target,
+    CodecKind, Overrides, Profile, RegressionPolicy, Runner, Scenario, ScenarioKind, Spec, Target,
     TransportKind, WakeMode, SCHEMA_VERSION,
 };
 pub use seeded::{pseudo_random_bytes, splitmix64};

@@ -117,6 +117,9 @@ pub enum ScenarioKind {
     Echo,
     /// Round trips of large messages; reports throughput as well as time per round trip.
     Bulk,
+    /// A sensor frame encoded with a codec, sent, decoded and re-encoded by the peer, sent
+    /// back and decoded: serialization and transport together, per codec.
+    Codec,
 }
 
 impl ScenarioKind {
@@ -124,6 +127,7 @@ impl ScenarioKind {
         match self {
             ScenarioKind::Echo => "echo",
             ScenarioKind::Bulk => "bulk",
+            ScenarioKind::Codec => "codec",
         }
     }
 }
@@ -212,4 +216,34 @@ pub struct Scenario {
     /// UDP only: the share of datagrams that may be lost before the cell fails (0.0 ..= 1.0).
     #[serde(default)]
     pub max_loss: f64,
+    /// `codec` scenarios only: the serialization formats, one cell per codec and transport.
+    #[serde(default)]
+    pub codecs: Vec<CodecKind>,
+}
+
+/// A serialization format of the sensor frame (`crates/codec`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CodecKind {
+    /// Cap'n Proto, through the `capnp` crate.
+    Capnp,
+    /// protobuf, through `prost`.
+    Prost,
+}
+
+impl CodecKind {
+    pub const ALL: [CodecKind; 2] = [CodecKind::Capnp, CodecKind::Prost];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CodecKind::Capnp => "capnp",
+            CodecKind::Prost => "prost",
+        }
+    }
+}
+
+impl std::fmt::Display for CodecKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }

@@ -3,7 +3,7 @@
 
 use crate::error::{SpecError, SpecErrors};
 use crate::locate::{locate, render, Segment};
-use crate::model::{Spec, TransportKind, SCHEMA_VERSION};
+use crate::model::{ScenarioKind, Spec, TransportKind, SCHEMA_VERSION};
 use crate::units::{ByteSize, UDP_MAX_PAYLOAD};
 use crate::CELL_GROUP_FAULT;
 use std::collections::HashSet;
@@ -207,6 +207,35 @@ impl Spec {
                     at("wake"),
                     "wake modes apply only to the shm transport; remove `wake` or add shm to transports".into(),
                 ));
+            }
+            match (scenario.kind, scenario.codecs.is_empty()) {
+                (ScenarioKind::Codec, true) => out.push((
+                    at("codecs"),
+                    "a codec scenario lists its codecs: capnp, prost".into(),
+                )),
+                (ScenarioKind::Echo | ScenarioKind::Bulk, false) => out.push((
+                    at("codecs"),
+                    format!(
+                        "codecs apply only to `kind: codec` scenarios; remove them or change kind `{}`",
+                        scenario.kind.as_str()
+                    ),
+                )),
+                _ => {}
+            }
+            if scenario.kind == ScenarioKind::Codec && transports.contains(&TransportKind::Udp) {
+                out.push((
+                    at("transports"),
+                    "udp loses and limits datagrams; codec scenarios run over shm, local or tcp"
+                        .into(),
+                ));
+            }
+            let mut codecs = HashSet::new();
+            for (j, codec) in scenario.codecs.iter().enumerate() {
+                if !codecs.insert(*codec) {
+                    let mut path = at("codecs");
+                    path.push(Segment::Index(j));
+                    out.push((path, format!("`{codec}` is listed twice")));
+                }
             }
             if scenario.payloads.is_empty() {
                 out.push((

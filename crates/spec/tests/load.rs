@@ -149,3 +149,36 @@ fn unknown_enum_values_say_what_is_accepted() {
     );
     assert!(e.message.contains("`local`"), "{e}");
 }
+
+#[test]
+fn codec_scenarios_are_checked() {
+    let text = GOOD.replace(
+        "scenarios:\n  - name: echo",
+        "scenarios:\n  - { name: ser, kind: codec, transports: [tcp, udp], payloads: [200B], iterations: 5, timeout: 1s }\n  - { name: plain, kind: echo, codecs: [capnp], transports: [tcp], payloads: [200B], iterations: 5, timeout: 1s }\n  - name: echo",
+    );
+    let message = errors(&text).to_string();
+    for wanted in [
+        "scenarios[0].codecs: a codec scenario lists its codecs: capnp, prost",
+        "scenarios[0].transports: udp loses and limits datagrams",
+        "scenarios[1].codecs: codecs apply only to `kind: codec` scenarios",
+    ] {
+        assert!(
+            message.contains(wanted),
+            "missing `{wanted}` in:\n{message}"
+        );
+    }
+
+    let good = GOOD.replace(
+        "scenarios:\n  - name: echo",
+        "scenarios:\n  - { name: ser, kind: codec, codecs: [capnp, prost], transports: [tcp], payloads: [64KiB], iterations: 5, timeout: 1s }\n  - name: echo",
+    );
+    let spec = Spec::parse(&good, Path::new("m.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    let ids: Vec<String> = spec
+        .cells("quick")
+        .unwrap()
+        .into_iter()
+        .filter(|c| c.codec.is_some())
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(ids, ["ser::capnp::tcp::64KiB", "ser::prost::tcp::64KiB"]);
+}

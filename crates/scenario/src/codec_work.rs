@@ -1,0 +1,66 @@
+//! The codec half of a `codec` cell: the sensor frame of round trip i, encoding it and
+//! decoding the reply, each also timed on its own. The peer decodes every frame and
+//! encodes it again before replying, so a round trip holds two encodes and two decodes.
+
+use crate::measure::Recorder;
+use ipc_matrix_codec::{Codec, DecodeError, FrameCodec, SensorFrame};
+use std::time::Instant;
+
+/// Room above the payload for a frame's structure (header, readings, label, framing).
+pub const FRAME_SLACK: usize = 4096;
+
+pub struct CodecWork {
+    codec: Codec,
+    frame: SensorFrame,
+    encoded: Vec<u8>,
+    pub encode_times: Recorder,
+    pub decode_times: Recorder,
+}
+
+impl CodecWork {
+    pub fn new(codec: Codec, seed: u64, payload_bytes: usize) -> Self {
+        Self {
+            codec,
+            // One frame, built once: only its header changes from round trip to round trip.
+            frame: SensorFrame::sample(seed, 0, payload_bytes),
+            encoded: Vec::with_capacity(payload_bytes + FRAME_SLACK),
+            encode_times: Recorder::new(),
+            decode_times: Recorder::new(),
+        }
+    }
+
+    pub fn codec(&self) -> Codec {
+        self.codec
+    }
+
+    /// The frame of round trip `index` (untimed).
+    pub fn prepare(&mut self, index: u64) {
+        self.frame.header.sequence = index;
+        self.frame.header.sent_at_ns = 1_796_000_000_000_000_000 + index;
+    }
+
+    /// Encodes the prepared frame; the time is kept when `measured`.
+    pub fn encode(&mut self, measured: bool) -> &[u8] {
+        let started = Instant::now();
+        self.codec.encode(&self.frame, &mut self.encoded);
+        if measured {
+            self.encode_times.record(started.elapsed());
+        }
+        &self.encoded
+    }
+
+    /// Decodes a reply; the time is kept when `measured`.
+    pub fn decode(&mut self, reply: &[u8], measured: bool) -> Result<SensorFrame, DecodeError> {
+        let started = Instant::now();
+        let decoded = self.codec.decode(reply);
+        if measured {
+            self.decode_times.record(started.elapsed());
+        }
+        decoded
+    }
+
+    /// The first field where a decoded reply differs from the frame sent.
+    pub fn difference(&self, decoded: &SensorFrame) -> Option<String> {
+        self.frame.first_difference(decoded)
+    }
+}
