@@ -123,6 +123,43 @@ pub fn regressed_text(verdict: &ipc_matrix_baseline::RunVerdict) -> String {
     }
 }
 
+/// Runs at least this long get a stability row: drift and jitter over the run.
+pub const STABILITY_MIN_SAMPLES: usize = 5000;
+
+/// How a long run held up: the median of its first and last tenth (drift), and its tail.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stability {
+    pub first_tenth_p50_ns: u64,
+    pub last_tenth_p50_ns: u64,
+    /// last / first: above 1, the run slowed down as it went.
+    pub drift: f64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+    /// p99 / p50: how far the slow tail reaches.
+    pub p99_over_p50: f64,
+}
+
+pub fn stability(samples: &[u64]) -> Option<Stability> {
+    if samples.len() < STABILITY_MIN_SAMPLES {
+        return None;
+    }
+    let tenth = samples.len() / 10;
+    let median = ipc_matrix_baseline::stats::median;
+    let first = median(&samples[..tenth]);
+    let last = median(&samples[samples.len() - tenth..]);
+    let mut sorted = samples.to_vec();
+    sorted.sort_unstable();
+    let rank = |q: f64| sorted[((q * sorted.len() as f64) as usize).min(sorted.len() - 1)];
+    Some(Stability {
+        first_tenth_p50_ns: first,
+        last_tenth_p50_ns: last,
+        drift: last as f64 / first.max(1) as f64,
+        p999_ns: rank(0.999),
+        max_ns: sorted[sorted.len() - 1],
+        p99_over_p50: rank(0.99) as f64 / rank(0.5).max(1) as f64,
+    })
+}
+
 /// The `codec` cells, for the serialization section of a report.
 pub fn codec_results(report: &LegReport) -> Vec<&CellResult> {
     report

@@ -1,7 +1,7 @@
 //! `report.md`: the verdict first, then one table row per cell, then what went wrong.
 
 use crate::units::{bytes, nanos, p_value, ratio, utc};
-use crate::{codec_results, headline, LegReport};
+use crate::{codec_results, headline, stability, LegReport};
 use ipc_matrix_baseline::{Verdict, ALPHA};
 use std::fmt::Write;
 
@@ -84,14 +84,14 @@ pub fn markdown(report: &LegReport) -> String {
     let codec_cells = codec_results(report);
     if !codec_cells.is_empty() {
         md.push_str("\n### Serialization (sensor frame, encode + send + peer decodes and re-encodes + reply + decode)\n\n");
-        md.push_str("| codec | transport | payload | round trip p50 | p99 | encode p50 | decode p50 | MB/s |\n");
-        md.push_str("|---|---|---:|---:|---:|---:|---:|---:|\n");
+        md.push_str("| codec | transport | payload | round trip p50 | p99 | encode p50 | decode p50 | MB/s | cold (first round trip) |\n");
+        md.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
         for r in codec_cells {
             let dash = || "-".to_string();
             let stages = r.codec_ns;
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 r.cell.codec.map_or_else(dash, |c| c.to_string()),
                 r.cell.transport_label(),
                 r.cell.payload_label,
@@ -105,6 +105,32 @@ pub fn markdown(report: &LegReport) -> String {
                     .map_or_else(dash, |l| nanos(l.p50)),
                 r.throughput
                     .map_or_else(dash, |t| format!("{:.1}", t.mb_per_s)),
+                r.first_round_trip_ns.map_or_else(dash, nanos),
+            );
+        }
+    }
+
+    let stable: Vec<_> = report
+        .results
+        .iter()
+        .filter_map(|r| Some((r, stability(&r.samples_ns)?)))
+        .collect();
+    if !stable.is_empty() {
+        md.push_str("\n### Stability (long runs)\n\n");
+        md.push_str("| cell | round trips | p50 first 10 % | p50 last 10 % | drift | p99.9 | max | p99 / p50 |\n");
+        md.push_str("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+        for (r, s) in stable {
+            let _ = writeln!(
+                md,
+                "| `{}` | {} | {} | {} | {:.2}x | {} | {} | {:.2} |",
+                r.cell.id,
+                r.samples_ns.len(),
+                nanos(s.first_tenth_p50_ns),
+                nanos(s.last_tenth_p50_ns),
+                s.drift,
+                nanos(s.p999_ns),
+                nanos(s.max_ns),
+                s.p99_over_p50
             );
         }
     }

@@ -65,6 +65,7 @@ pub fn passed(cell: &Cell, environment: &Environment, samples_ns: Vec<u64>) -> C
         }),
         samples_ns,
         codec_ns: None,
+        first_round_trip_ns: Some(sorted[sorted.len() - 1]),
         placement: Placement {
             measurer_cpu: Some(0),
             peer_cpu: Some(1),

@@ -27,6 +27,9 @@ pub struct CellResult {
     /// left out), at most [`MAX_SAMPLES_KEPT`]: the input of baselines, comparisons and
     /// the latency-over-index plots.
     pub samples_ns: Vec<u64>,
+    /// The very first round trip (index 0, a warm-up one when there is warm-up): the cold
+    /// cost, with first-touch allocations, page faults and lazy set-up inside.
+    pub first_round_trip_ns: Option<u64>,
     /// `codec` cells: the encoding and the decoding of the measuring side alone, each
     /// also inside the round trip.
     pub codec_ns: Option<CodecStages>,

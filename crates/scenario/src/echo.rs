@@ -64,6 +64,7 @@ impl Default for RunOptions {
 #[derive(Default)]
 struct Tally {
     recorder: Recorder,
+    first_round_trip: Option<Duration>,
     codec_stages: Option<CodecStages>,
     measured_time: Duration,
     lost: u64,
@@ -100,6 +101,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         latency_ns: recorder.stats(),
         samples_ns: recorder.samples().to_vec(),
         codec_ns: tally.codec_stages,
+        first_round_trip_ns: tally.first_round_trip.map(|d| d.as_nanos() as u64),
         placement,
         core_to_core_ns,
         peer_delay_us: options.peer_delay_for(cell).map(|d| d.as_micros() as u64),
@@ -252,6 +254,9 @@ fn echo(
                 FailureKind::Mismatch
             };
             return Err(run.failure(index, kind, mismatch.to_string()));
+        }
+        if index == 0 {
+            tally.first_round_trip = Some(round_trip);
         }
         if measured {
             tally.recorder.record(round_trip);
