@@ -6,6 +6,7 @@
 //! snapshot tool that compares strings would flag every run.
 
 use crate::stats::{batch_medians, batch_size, median, relative_spread};
+use crate::verdict::MACHINE_CHANGE_LIMIT;
 use ipc_matrix_results::{CellResult, Environment, Placement};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -55,10 +56,29 @@ pub struct BaselineRun {
 }
 
 impl BaselineCell {
-    /// The batch medians of every accepted run together: the sample a run is compared with.
-    pub fn pooled_batch_medians(&self) -> Vec<u64> {
+    /// The accepted runs taken while the machine was in its usual state: those whose
+    /// probe is within [`MACHINE_CHANGE_LIMIT`] of the median probe (runs without a probe
+    /// count as usual). A run taken while the host had moved the CPUs says nothing about
+    /// this cell's own noise, and would only blur its centre.
+    pub fn typical_runs(&self) -> Vec<&BaselineRun> {
+        let usual = self.core_to_core_ns();
         self.runs
             .iter()
+            .filter(|r| match (r.core_to_core_ns, usual) {
+                (Some(probe), Some(usual)) => {
+                    let ratio = probe.max(1) as f64 / usual.max(1) as f64;
+                    (1.0 / MACHINE_CHANGE_LIMIT..=MACHINE_CHANGE_LIMIT).contains(&ratio)
+                }
+                _ => true,
+            })
+            .collect()
+    }
+
+    /// The batch medians of the typical accepted runs together: the sample a run is
+    /// compared with.
+    pub fn pooled_batch_medians(&self) -> Vec<u64> {
+        self.typical_runs()
+            .into_iter()
             .flat_map(|r| r.batch_medians_ns.iter().copied())
             .collect()
     }
@@ -77,8 +97,8 @@ impl BaselineCell {
     /// The largest relative interquartile spread of one accepted run's batch medians:
     /// how noisy the cell is within a run.
     pub fn within_run_spread(&self) -> f64 {
-        self.runs
-            .iter()
+        self.typical_runs()
+            .into_iter()
             .map(|r| relative_spread(&r.batch_medians_ns))
             .fold(0.0, f64::max)
     }
@@ -89,17 +109,17 @@ impl BaselineCell {
     /// for 3, 2.059 for 4, 2.326 for 5). 0 for a single run, which shows no such movement.
     pub fn run_to_run_noise(&self) -> f64 {
         const D2: [f64; 4] = [1.128, 1.693, 2.059, 2.326];
-        match self.runs.len() {
+        match self.typical_runs().len() {
             0 | 1 => 0.0,
             n => 3.0 * self.run_to_run_spread() / D2[(n - 2).min(D2.len() - 1)],
         }
     }
 
-    /// How far apart the accepted runs' medians are: slowest / fastest - 1 (0 for one run).
+    /// How far apart the typical accepted runs' medians are: slowest / fastest - 1 (0 for one run).
     pub fn run_to_run_spread(&self) -> f64 {
         let medians: Vec<u64> = self
-            .runs
-            .iter()
+            .typical_runs()
+            .into_iter()
             .map(|r| median(&r.batch_medians_ns))
             .collect();
         let (low, high) = (medians.iter().min(), medians.iter().max());

@@ -236,7 +236,7 @@ fn judge_cell(
     }
     // With one accepted run, the cell's spread within it is all that is known of its
     // noise; with more, the movement between runs is measured and says more.
-    let noise = match base.runs.len() {
+    let noise = match base.typical_runs().len() {
         1 => NOISE_MARGIN_FACTOR * base.within_run_spread(),
         _ => base.run_to_run_noise(),
     };

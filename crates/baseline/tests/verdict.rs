@@ -316,3 +316,26 @@ fn a_machine_that_changed_under_the_cell_only_informs() {
     assert!(v.cells[1].gating && v.cells[1].notes.is_empty());
     assert_eq!(v.gating_regressions().count(), 0);
 }
+
+#[test]
+fn runs_taken_while_the_machine_was_elsewhere_do_not_set_the_margin() {
+    let mut base = baseline_of(&run(&native(), &[40_000, 35_000, 30_000], 1));
+    base.add_run(&run(&native(), &[42_000, 35_000, 30_000], 2), 1_796_000_100);
+    // A third run while the host had moved the CPUs apart: 3x slower, probe 3x too.
+    let mut far = run(&native(), &[120_000, 35_000, 30_000], 3);
+    for r in &mut far {
+        r.core_to_core_ns = Some(450);
+    }
+    base.add_run(&far, 1_796_000_200);
+    let tcp = &base.cells["echo::tcp::200B"];
+    assert_eq!(tcp.runs.len(), 3);
+    assert_eq!(tcp.typical_runs().len(), 2);
+    assert!(tcp.run_to_run_spread() < 0.1, "{}", tcp.run_to_run_spread());
+    // So a doubling is still caught.
+    let v = judge(
+        &run(&native(), &[82_000, 35_000, 30_000], 4),
+        Some(&base),
+        RegressionPolicy::default(),
+    );
+    assert_eq!(v.cells[0].verdict, Verdict::Regressed, "{:?}", v.cells[0]);
+}
