@@ -140,3 +140,57 @@ fn legs_side_by_side() {
     let page = cross::html(&columns);
     assert_eq!(page.matches("<svg").count(), 1);
 }
+
+const CODEC_MATRIX: &str = r#"
+version: 1
+targets:
+  - { triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }
+profiles:
+  quick: { description: test }
+scenarios:
+  - { name: ser, kind: codec, codecs: [capnp, prost], transports: [tcp], payloads: [64KiB], iterations: 6000, warmup: 0, timeout: 1s }
+"#;
+
+fn codec_report() -> LegReport {
+    let env = fixture::environment("native", CPU);
+    let cells = Spec::parse(CODEC_MATRIX, Path::new("m.yaml"))
+        .unwrap()
+        .cells("quick")
+        .unwrap();
+    let results = cells
+        .iter()
+        .zip([70_000u64, 90_000])
+        .map(|(cell, center)| {
+            // A run that slows by a fifth towards its end.
+            let samples: Vec<u64> = samples(center, 6000, 1)
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| if i >= 5400 { v * 6 / 5 } else { v })
+                .collect();
+            let mut result = fixture::passed(cell, &env, samples);
+            result.codec_ns = Some(ipc_matrix_results::CodecStages {
+                encode_ns: result.latency_ns.map(|mut l| {
+                    l.p50 /= 20;
+                    l
+                }),
+                decode_ns: result.latency_ns.map(|mut l| {
+                    l.p50 /= 30;
+                    l
+                }),
+            });
+            result
+        })
+        .collect();
+    LegReport::new(results, None, RegressionPolicy::default(), 1_796_000_000)
+}
+
+#[test]
+fn serialization_and_stability_sections() {
+    let report = codec_report();
+    insta::assert_snapshot!(markdown(&report));
+    let page = html(&report);
+    assert!(page.contains("Sensor frame round trip by codec"));
+    assert!(
+        page.contains("Cap&#39;n Proto vs protobuf") || page.contains("Cap'n Proto vs protobuf")
+    );
+}
