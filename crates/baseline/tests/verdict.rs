@@ -2,8 +2,7 @@
 
 use ipc_matrix_baseline::{judge, Baseline, RunVerdict, Verdict};
 use ipc_matrix_results::{fixture, CellResult, Environment};
-use ipc_matrix_spec::{Cell, RegressionPolicy, Spec};
-use std::path::Path;
+use ipc_matrix_spec::{Cell, RegressionPolicy};
 
 const MATRIX: &str = r#"
 version: 1
@@ -17,10 +16,7 @@ scenarios:
 const CPU: &str = "Test CPU @ 3.0GHz";
 
 fn cells() -> Vec<Cell> {
-    Spec::parse(MATRIX, Path::new("m.yaml"))
-        .unwrap()
-        .cells("quick")
-        .unwrap()
+    fixture::cells(MATRIX, "quick")
 }
 
 /// 300 round trips around `center` ns with a deterministic +-10 % wobble and the odd

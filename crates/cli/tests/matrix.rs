@@ -6,7 +6,7 @@
 //! IPC_MATRIX_PROFILE (default: quick), IPC_MATRIX_OUT (default: target/ipc-matrix).
 
 use ipc_matrix::{default_out_dir, exit_code, run_and_store, Stored};
-use ipc_matrix_results::FailureKind;
+use ipc_matrix_results::{Failure, FailureKind};
 use ipc_matrix_scenario::{run_cell, Fault, FaultKind, RunOptions};
 use ipc_matrix_spec::{
     Cell, CodecKind, ScenarioKind, Spec, TransportKind, WakeMode, CELL_GROUP_FAULT,
@@ -128,15 +128,21 @@ fn fault_trials() -> Vec<Trial> {
     trials
 }
 
-fn check_codec_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {
+/// Runs `cell` with a peer that commits `kind` at round trip [`FAULT_AT`]; the failure,
+/// or an error when the cell passed regardless.
+fn failure_under_fault(cell: &Cell, kind: FaultKind) -> Result<Failure, Failed> {
     let options = RunOptions {
         fault: Some(Fault { kind, at: FAULT_AT }),
         ..RunOptions::default()
     };
-    let result = run_cell(cell, &options);
-    let Some(failure) = result.outcome.failure else {
-        return Err(format!("the cell passed although the peer committed {kind:?}").into());
-    };
+    run_cell(cell, &options)
+        .outcome
+        .failure
+        .ok_or_else(|| format!("the cell passed although the peer committed {kind:?}").into())
+}
+
+fn check_codec_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {
+    let failure = failure_under_fault(cell, kind)?;
     let (expected, detail) = match kind {
         FaultKind::FlipByte => (FailureKind::Mismatch, "the decoded reply differs at blob["),
         _ => (FailureKind::Protocol, "the reply is not a"),
@@ -180,14 +186,7 @@ fn fault_cell(transport: TransportKind, wake: Option<WakeMode>) -> Cell {
 }
 
 fn check_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {
-    let options = RunOptions {
-        fault: Some(Fault { kind, at: FAULT_AT }),
-        ..RunOptions::default()
-    };
-    let result = run_cell(cell, &options);
-    let Some(failure) = result.outcome.failure else {
-        return Err(format!("the cell passed although the peer committed {kind:?}").into());
-    };
+    let failure = failure_under_fault(cell, kind)?;
     let lossy = cell.transport == TransportKind::Udp;
     let expected = match kind {
         FaultKind::FlipByte => FailureKind::Mismatch,

@@ -2,8 +2,7 @@
 //! round-trip times: what is written, what is flagged, and the exit codes.
 
 use ipc_matrix_results::{fixture, write_result, CellResult};
-use ipc_matrix_spec::Spec;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 const MATRIX: &str = r#"
@@ -39,9 +38,8 @@ impl Scratch {
 
     /// Stores results of `profile` with tcp and udp round trips around the given times.
     fn store(&self, results: &str, profile: &str, tcp_ns: u64, udp_ns: u64, phase: u64) {
-        let spec = Spec::parse(MATRIX, Path::new("matrix.yaml")).unwrap();
         let env = fixture::environment("native", "Test CPU");
-        for (cell, center) in spec.cells(profile).unwrap().iter().zip([tcp_ns, udp_ns]) {
+        for (cell, center) in fixture::cells(MATRIX, profile).iter().zip([tcp_ns, udp_ns]) {
             let samples = (0..300u64)
                 .map(|i| center * (90 + (i * 7919 + phase * 104_729) % 21) / 100)
                 .collect();

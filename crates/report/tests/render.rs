@@ -5,8 +5,8 @@ use ipc_matrix_baseline::Baseline;
 use ipc_matrix_report::cross::{self, Column};
 use ipc_matrix_report::{html, markdown, LegReport, LoadedBaseline, REPORT_SCHEMA_VERSION};
 use ipc_matrix_results::{fixture, CellResult};
-use ipc_matrix_spec::{Cell, RegressionPolicy, Spec};
-use std::path::{Path, PathBuf};
+use ipc_matrix_spec::{Cell, RegressionPolicy};
+use std::path::PathBuf;
 
 const MATRIX: &str = r#"
 version: 1
@@ -21,10 +21,7 @@ scenarios:
 const CPU: &str = "Test CPU @ 3.0GHz";
 
 fn cells() -> Vec<Cell> {
-    Spec::parse(MATRIX, Path::new("m.yaml"))
-        .unwrap()
-        .cells("quick")
-        .unwrap()
+    fixture::cells(MATRIX, "quick")
 }
 
 /// `count` round trips around `center` ns with a deterministic wobble.
@@ -153,10 +150,7 @@ scenarios:
 
 fn codec_report() -> LegReport {
     let env = fixture::environment("native", CPU);
-    let cells = Spec::parse(CODEC_MATRIX, Path::new("m.yaml"))
-        .unwrap()
-        .cells("quick")
-        .unwrap();
+    let cells = fixture::cells(CODEC_MATRIX, "quick");
     let results = cells
         .iter()
         .zip([70_000u64, 90_000])

@@ -5,6 +5,14 @@ use crate::{CellResult, Environment, LatencyStats, Outcome, Placement, Throughpu
 use crate::{Failure, FailureKind, RESULT_SCHEMA_VERSION};
 use ipc_matrix_spec::Cell;
 
+/// The cells a matrix document expands into for `profile`; panics on a bad document.
+pub fn cells(matrix_yaml: &str, profile: &str) -> Vec<Cell> {
+    ipc_matrix_spec::Spec::parse(matrix_yaml, std::path::Path::new("matrix.yaml"))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .cells(profile)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// A fixed environment: x86_64, the given runner and CPU model, an optimized build.
 pub fn environment(runner: &str, cpu_model: &str) -> Environment {
     Environment {
