@@ -11,5 +11,6 @@ pub use file::{
     MAX_RUNS,
 };
 pub use verdict::{
-    judge, CellVerdict, Change, RunVerdict, Verdict, ALPHA, MACHINE_CHANGE_LIMIT, MIN_BATCHES,
+    judge, CellVerdict, Change, RunVerdict, Verdict, ALPHA, BUSY_MACHINE_PRESSURE,
+    MACHINE_CHANGE_LIMIT, MIN_BATCHES,
 };

@@ -335,3 +335,19 @@ fn runs_taken_while_the_machine_was_elsewhere_do_not_set_the_margin() {
     );
     assert_eq!(v.cells[0].verdict, Verdict::Regressed, "{:?}", v.cells[0]);
 }
+
+#[test]
+fn a_cell_that_competed_for_the_cpus_only_informs() {
+    let base = baseline_of(&run(&native(), &[40_000, 35_000, 30_000], 1));
+    let mut current = run(&native(), &[80_000, 35_000, 30_000], 2);
+    current[0].cpu_pressure = Some(0.65);
+    let v = judge(&current, Some(&base), RegressionPolicy::default());
+    assert_eq!(v.cells[0].verdict, Verdict::Regressed);
+    assert!(!v.cells[0].gating);
+    assert!(
+        v.cells[0].notes[0].contains("the machine was busy"),
+        "{:?}",
+        v.cells[0].notes
+    );
+    assert_eq!(v.gating_regressions().count(), 0);
+}

@@ -38,6 +38,9 @@ pub struct CellResult {
     /// Round trip of one cache line between those two CPUs just before the cell, in
     /// nanoseconds: how the machine itself was doing (absent when not pinned).
     pub core_to_core_ns: Option<u64>,
+    /// The share of the cell's time in which some task waited for a CPU (Linux pressure
+    /// stall information): other work competing with the cell. Absent without PSI.
+    pub cpu_pressure: Option<f64>,
     /// A delay the peer was told to add before each reply (`IPC_MATRIX_PEER_DELAY_US`);
     /// such a result measures a deliberately slowed peer.
     pub peer_delay_us: Option<u64>,

@@ -6,6 +6,7 @@ use crate::measure::Recorder;
 use crate::payload::Payload;
 use crate::peer::{PeerConfig, PeerDelay};
 use crate::placement::{self, PinnedThread};
+use crate::pressure::PressureMeter;
 use crate::probe::core_to_core_ns;
 use crate::spawn::{describe, PeerProcess};
 use crate::verify::compare;
@@ -81,7 +82,9 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     }
     let core_to_core_ns = pinned.is_ok().then(|| core_to_core_ns(placement)).flatten();
     let mut tally = Tally::default();
+    let pressure = PressureMeter::start();
     let failure = echo(cell, options, placement.peer_cpu, &mut tally).err();
+    let cpu_pressure = pressure.share();
     drop(pinned);
     let recorder = &tally.recorder;
     let measured = recorder.count();
@@ -104,6 +107,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         first_round_trip_ns: tally.first_round_trip.map(|d| d.as_nanos() as u64),
         placement,
         core_to_core_ns,
+        cpu_pressure,
         peer_delay_us: options.peer_delay_for(cell).map(|d| d.as_micros() as u64),
         round_trips_per_sec: per_second(measured as f64),
         throughput: per_second(moved_bytes).map(|bytes| Throughput {

@@ -9,6 +9,7 @@ mod measure;
 mod payload;
 mod peer;
 mod placement;
+mod pressure;
 mod probe;
 mod spawn;
 mod verify;
