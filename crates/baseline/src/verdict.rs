@@ -216,12 +216,21 @@ fn judge_cell(
                 share * 100.0
             ));
         }
-        if let (Some(now), Some(then)) = (result.core_to_core_ns, base.core_to_core_ns()) {
-            let moved = now.max(1) as f64 / then.max(1) as f64;
-            if !(1.0 / MACHINE_CHANGE_LIMIT..=MACHINE_CHANGE_LIMIT).contains(&moved) {
+        let probes = [
+            ("before", result.core_to_core_ns),
+            ("after", result.core_to_core_after_ns),
+        ];
+        if let Some(then) = base.core_to_core_ns() {
+            let moved = probes.iter().find_map(|&(when, now)| {
+                let now = now?;
+                let ratio = now.max(1) as f64 / then.max(1) as f64;
+                (!(1.0 / MACHINE_CHANGE_LIMIT..=MACHINE_CHANGE_LIMIT).contains(&ratio))
+                    .then_some((when, now))
+            });
+            if let Some((when, now)) = moved {
                 verdict.gating = false;
                 verdict.notes.push(format!(
-                    "the machine changed: a cache line took {now} ns between the two CPUs before this cell, {then} ns in the baseline"
+                    "the machine changed: a cache line took {now} ns between the two CPUs {when} this cell, {then} ns in the baseline"
                 ));
             }
         }

@@ -351,3 +351,18 @@ fn a_cell_that_competed_for_the_cpus_only_informs() {
     );
     assert_eq!(v.gating_regressions().count(), 0);
 }
+
+#[test]
+fn a_machine_that_changed_during_the_cell_only_informs() {
+    let base = baseline_of(&run(&native(), &[40_000, 35_000, 30_000], 1));
+    let mut current = run(&native(), &[80_000, 35_000, 30_000], 2);
+    // Usual before the cell, 3x after it: the host moved the CPUs while it ran.
+    current[0].core_to_core_after_ns = Some(450);
+    let v = judge(&current, Some(&base), RegressionPolicy::default());
+    assert!(!v.cells[0].gating);
+    assert!(
+        v.cells[0].notes[0].contains("after this cell"),
+        "{:?}",
+        v.cells[0].notes
+    );
+}

@@ -79,6 +79,7 @@ pub fn passed(cell: &Cell, environment: &Environment, samples_ns: Vec<u64>) -> C
             peer_cpu: Some(1),
         },
         core_to_core_ns: Some(150),
+        core_to_core_after_ns: Some(150),
         cpu_pressure: Some(0.0),
         peer_delay_us: None,
         wall_seconds: seconds + 0.05,

@@ -38,6 +38,8 @@ pub struct CellResult {
     /// Round trip of one cache line between those two CPUs just before the cell, in
     /// nanoseconds: how the machine itself was doing (absent when not pinned).
     pub core_to_core_ns: Option<u64>,
+    /// The same probe taken just after the cell.
+    pub core_to_core_after_ns: Option<u64>,
     /// The share of the cell's time in which some task waited for a CPU (Linux pressure
     /// stall information): other work competing with the cell. Absent without PSI.
     pub cpu_pressure: Option<f64>,

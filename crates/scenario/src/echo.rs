@@ -80,11 +80,14 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     if pinned.is_err() {
         placement = Placement::default();
     }
-    let core_to_core_ns = pinned.is_ok().then(|| core_to_core_ns(placement)).flatten();
+    let probe = || pinned.is_ok().then(|| core_to_core_ns(placement)).flatten();
+    let probe_before = probe();
     let mut tally = Tally::default();
     let pressure = PressureMeter::start();
     let failure = echo(cell, options, placement.peer_cpu, &mut tally).err();
     let cpu_pressure = pressure.share();
+    // Again after the cell: the host may move the CPUs while it runs.
+    let probe_after = probe();
     drop(pinned);
     let recorder = &tally.recorder;
     let measured = recorder.count();
@@ -106,7 +109,8 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         codec_ns: tally.codec_stages,
         first_round_trip_ns: tally.first_round_trip.map(|d| d.as_nanos() as u64),
         placement,
-        core_to_core_ns,
+        core_to_core_ns: probe_before,
+        core_to_core_after_ns: probe_after,
         cpu_pressure,
         peer_delay_us: options.peer_delay_for(cell).map(|d| d.as_micros() as u64),
         round_trips_per_sec: per_second(measured as f64),
