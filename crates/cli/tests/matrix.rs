@@ -125,7 +125,47 @@ fn fault_trials() -> Vec<Trial> {
             trials.push(Trial::test(name, move || check_codec_fault(&cell, kind)));
         }
     }
+    // A fan-out subscriber that dies, hangs or garbles its acknowledgement.
+    for kind in [FaultKind::Exit, FaultKind::Stall, FaultKind::Truncate] {
+        let mut cell = fault_cell(TransportKind::Tcp, None);
+        cell.kind = ScenarioKind::FanOut;
+        cell.codec = Some(CodecKind::Capnp);
+        cell.timeout = Duration::from_millis(300);
+        let name = format!("{CELL_GROUP_FAULT}::fan-out::{}", kind.as_str());
+        cell.id = name.clone();
+        trials.push(Trial::test(name, move || check_fan_out_fault(&cell, kind)));
+    }
     trials
+}
+
+fn check_fan_out_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {
+    let failure = failure_under_fault(cell, kind)?;
+    // Both subscribers commit the fault; the first one read fails the cell.
+    let (expected, at, detail) = match kind {
+        FaultKind::Exit => (FailureKind::PeerGone, FAULT_AT, "exit status 3"),
+        FaultKind::Stall => (
+            FailureKind::Timeout,
+            FAULT_AT + 2,
+            "3 frames in a row were not acknowledged",
+        ),
+        _ => (
+            FailureKind::Protocol,
+            FAULT_AT,
+            "an acknowledgement of 15 bytes",
+        ),
+    };
+    if failure.kind != expected
+        || failure.round_trip != Some(at)
+        || !failure.reason.contains(detail)
+    {
+        return Err(format!(
+            "expected {expected:?} at frame {at} saying `{detail}`, got {:?} at {:?}: {}",
+            failure.kind, failure.round_trip, failure.reason
+        )
+        .into());
+    }
+    println!("{}: failed as expected: {}", cell.id, failure.reason);
+    Ok(())
 }
 
 /// Runs `cell` with a peer that commits `kind` at round trip [`FAULT_AT`]; the failure,

@@ -165,7 +165,17 @@ pub fn codec_results(report: &LegReport) -> Vec<&CellResult> {
     report
         .results
         .iter()
-        .filter(|r| r.cell.codec.is_some())
+        .filter(|r| r.cell.kind == ipc_matrix_spec::ScenarioKind::Codec)
+        .collect()
+}
+
+/// The fan-out and fan-in cells.
+pub fn fan_results(report: &LegReport) -> Vec<&CellResult> {
+    use ipc_matrix_spec::ScenarioKind::{FanIn, FanOut};
+    report
+        .results
+        .iter()
+        .filter(|r| matches!(r.cell.kind, FanOut | FanIn))
         .collect()
 }
 

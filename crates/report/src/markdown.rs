@@ -1,7 +1,7 @@
 //! `report.md`: the verdict first, then one table row per cell, then what went wrong.
 
 use crate::units::{bytes, nanos, p_value, ratio, utc};
-use crate::{codec_results, headline, stability, LegReport};
+use crate::{codec_results, fan_results, headline, stability, LegReport};
 use ipc_matrix_baseline::{Verdict, ALPHA};
 use std::fmt::Write;
 
@@ -106,6 +106,29 @@ pub fn markdown(report: &LegReport) -> String {
                 r.throughput
                     .map_or_else(dash, |t| format!("{:.1}", t.mb_per_s)),
                 r.first_round_trip_ns.map_or_else(dash, nanos),
+            );
+        }
+    }
+
+    let fans = fan_results(report);
+    if !fans.is_empty() {
+        md.push_str("\n### Fan-out and fan-in (one-way latency per frame; dropped: not delivered before its deadline, or missing)\n\n");
+        md.push_str("| cell | frames | dropped | latency p50 | p99 | max | frames/s | total |\n");
+        md.push_str("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+        for r in fans {
+            let dash = || "-".to_string();
+            let frames = r.cell.warmup + r.cell.iterations;
+            let _ = writeln!(
+                md,
+                "| `{}` | {frames} x 2 | {} | {} | {} | {} | {} | {:.2}s |",
+                r.cell.id,
+                r.lost,
+                r.latency_ns.map_or_else(dash, |l| nanos(l.p50)),
+                r.latency_ns.map_or_else(dash, |l| nanos(l.p99)),
+                r.latency_ns.map_or_else(dash, |l| nanos(l.max)),
+                r.round_trips_per_sec
+                    .map_or_else(dash, |v| format!("{v:.0}")),
+                r.wall_seconds,
             );
         }
     }

@@ -1,10 +1,11 @@
 //! The echo scenario (`echo` and `bulk` kinds): request, reply, compare, time.
 
 use crate::codec_work::{CodecWork, FRAME_SLACK};
+use crate::fan;
 use crate::fault::Fault;
 use crate::measure::Recorder;
 use crate::payload::Payload;
-use crate::peer::{PeerConfig, PeerDelay};
+use crate::peer::{PeerConfig, PeerDelay, PeerRole};
 use crate::placement::{self, PinnedThread};
 use crate::pressure::PressureMeter;
 use crate::probe::core_to_core_ns;
@@ -14,7 +15,7 @@ use ipc_matrix_results::{
     CellResult, CodecStages, Environment, Failure, FailureKind, Outcome, Placement, Throughput,
     RESULT_SCHEMA_VERSION,
 };
-use ipc_matrix_spec::Cell;
+use ipc_matrix_spec::{Cell, ScenarioKind};
 use ipc_matrix_transport::{listen, Channel, ListenOptions, TransportError};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
@@ -63,12 +64,12 @@ impl Default for RunOptions {
 }
 
 #[derive(Default)]
-struct Tally {
-    recorder: Recorder,
-    first_round_trip: Option<Duration>,
-    codec_stages: Option<CodecStages>,
-    measured_time: Duration,
-    lost: u64,
+pub(crate) struct Tally {
+    pub(crate) recorder: Recorder,
+    pub(crate) first_round_trip: Option<Duration>,
+    pub(crate) codec_stages: Option<CodecStages>,
+    pub(crate) measured_time: Duration,
+    pub(crate) lost: u64,
 }
 
 /// Runs one cell to the end and describes what happened; never panics on a bad peer.
@@ -84,7 +85,12 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     let probe_before = probe();
     let mut tally = Tally::default();
     let pressure = PressureMeter::start();
-    let failure = echo(cell, options, placement.peer_cpu, &mut tally).err();
+    let failure = match cell.kind {
+        ScenarioKind::FanOut => fan::fan_out(cell, options, &mut tally),
+        ScenarioKind::FanIn => fan::fan_in(cell, options, &mut tally),
+        _ => echo(cell, options, placement.peer_cpu, &mut tally),
+    }
+    .err();
     let cpu_pressure = pressure.share();
     // Again after the cell: the host may move the CPUs while it runs.
     let probe_after = probe();
@@ -126,7 +132,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     }
 }
 
-fn setup_failure(reason: String) -> Failure {
+pub(crate) fn setup_failure(reason: String) -> Failure {
     Failure {
         kind: FailureKind::Setup,
         round_trip: None,
@@ -169,6 +175,7 @@ fn echo(
         delay: options.peer_delay_for(cell),
         cpu: peer_cpu,
         codec: cell.codec,
+        role: PeerRole::Echo,
     };
     let mut peer = PeerProcess::spawn(&options.peer_program, &config)
         .map_err(|e| setup_failure(format!("starting the peer: {e}")))?;
@@ -356,7 +363,7 @@ impl Exchange<'_> {
 }
 
 /// "; the peer exited (exit status 3); its stderr: ..." when there is something to say.
-fn peer_epilogue(peer: &mut PeerProcess) -> String {
+pub(crate) fn peer_epilogue(peer: &mut PeerProcess) -> String {
     // A peer that just failed may take a moment to exit; give it that moment.
     let status = peer.wait_until(Instant::now() + Duration::from_millis(200));
     let stderr = peer.stop();

@@ -4,6 +4,7 @@
 
 mod codec_work;
 mod echo;
+mod fan;
 mod fault;
 mod measure;
 mod payload;

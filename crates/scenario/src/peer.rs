@@ -3,7 +3,8 @@
 //! fault it was told to commit, if any.
 
 use crate::fault::{Fault, FaultKind};
-use ipc_matrix_codec::{Codec, FrameCodec};
+use ipc_matrix_codec::{Codec, FrameCodec, SensorFrame};
+use ipc_matrix_transport::Channel;
 use ipc_matrix_transport::{connect, die_with_parent, set_thread_cpus, PeerAddress};
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
@@ -67,6 +68,45 @@ pub struct PeerConfig {
     /// `codec` cells: decode every message as a sensor frame in this format and reply with
     /// it encoded again, rather than echoing the bytes.
     pub codec: Option<Codec>,
+    /// What the peer does; echo unless a fan cell says otherwise.
+    #[serde(default)]
+    pub role: PeerRole,
+}
+
+/// The part a peer plays in a cell.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PeerRole {
+    /// Replies to every message (echo, bulk and codec cells).
+    #[default]
+    Echo,
+    /// Fan-out: checks every frame against the one `seed` and `payload` stand for and
+    /// acknowledges it with its one-way latency.
+    Subscriber { seed: u64, payload: usize },
+    /// Fan-in: streams `frames` frames from source `source`, then says goodbye.
+    Publisher {
+        seed: u64,
+        payload: usize,
+        source: u32,
+        frames: u64,
+    },
+}
+
+/// An acknowledgement: the frame's sequence number and its one-way latency (ns), LE.
+pub const ACK_BYTES: usize = 16;
+
+/// Nanoseconds of CLOCK_MONOTONIC, which every process of the machine shares: a frame
+/// stamped by one process can be timed on arrival by another.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into the valid pointer given.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// If this process was started as a peer, serves and exits; otherwise returns at once.
@@ -107,6 +147,30 @@ fn serve(config: PeerConfig) -> Result<(), String> {
     let idle = config.idle_timeout;
     let mut channel =
         connect(&config.address, Instant::now() + idle).map_err(|e| format!("connecting: {e}"))?;
+    match (config.role, config.codec) {
+        (PeerRole::Echo, _) => {}
+        (PeerRole::Subscriber { seed, payload }, Some(codec)) => {
+            return subscribe(channel.as_mut(), &config, codec, seed, payload)
+        }
+        (
+            PeerRole::Publisher {
+                seed,
+                payload,
+                source,
+                frames,
+            },
+            Some(codec),
+        ) => {
+            return publish(
+                channel.as_mut(),
+                idle,
+                codec,
+                (seed, payload, source),
+                frames,
+            )
+        }
+        (role, None) => return Err(format!("role {role:?} needs a codec")),
+    }
     let mut message = Vec::new();
     for index in 0u64.. {
         // One clock read per message: the reply shares the request's deadline.
@@ -138,6 +202,73 @@ fn serve(config: PeerConfig) -> Result<(), String> {
             .map_err(|e| format!("reply {index}: {e}"))?;
     }
     Ok(())
+}
+
+/// Fan-out subscriber: check each frame, acknowledge it with its one-way latency.
+fn subscribe(
+    channel: &mut dyn Channel,
+    config: &PeerConfig,
+    codec: Codec,
+    seed: u64,
+    payload: usize,
+) -> Result<(), String> {
+    let mut expected = SensorFrame::sample(seed, 0, payload);
+    let mut message = Vec::new();
+    for index in 0u64.. {
+        let deadline = Instant::now() + config.idle_timeout;
+        channel
+            .recv(&mut message, config.limit, deadline)
+            .map_err(|e| format!("frame {index}: {e}"))?;
+        if message.is_empty() {
+            return Ok(());
+        }
+        let arrived = monotonic_ns();
+        let frame = codec
+            .decode(&message)
+            .map_err(|e| format!("frame {index} is not a {codec} sensor frame: {e}"))?;
+        expected.header.sequence = frame.header.sequence;
+        expected.header.sent_at_ns = frame.header.sent_at_ns;
+        if let Some(difference) = expected.first_difference(&frame) {
+            return Err(format!("frame {index} differs at {difference}"));
+        }
+        let mut ack = frame.header.sequence.to_le_bytes().to_vec();
+        ack.extend_from_slice(
+            &arrived
+                .saturating_sub(frame.header.sent_at_ns)
+                .to_le_bytes(),
+        );
+        if let Some(fault) = config.fault.filter(|f| f.at == index) {
+            commit(fault.kind, &mut ack);
+        }
+        channel
+            .send(&ack, deadline)
+            .map_err(|e| format!("acknowledging frame {index}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Fan-in publisher: stream stamped frames as fast as the channel takes them.
+fn publish(
+    channel: &mut dyn Channel,
+    idle: Duration,
+    codec: Codec,
+    (seed, payload, source): (u64, usize, u32),
+    frames: u64,
+) -> Result<(), String> {
+    let mut frame = SensorFrame::sample(seed, 0, payload);
+    frame.header.source_id = source;
+    let mut encoded = Vec::new();
+    for sequence in 0..frames {
+        frame.header.sequence = sequence;
+        frame.header.sent_at_ns = monotonic_ns();
+        codec.encode(&frame, &mut encoded);
+        channel
+            .send(&encoded, Instant::now() + idle)
+            .map_err(|e| format!("sending frame {sequence}: {e}"))?;
+    }
+    channel
+        .send(&[], Instant::now() + idle)
+        .map_err(|e| format!("saying goodbye: {e}"))
 }
 
 fn commit(kind: FaultKind, message: &mut Vec<u8>) {

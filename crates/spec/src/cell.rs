@@ -79,9 +79,10 @@ impl Spec {
                     TransportKind::Shm => scenario.wake.iter().copied().map(Some).collect(),
                     _ => vec![None],
                 };
-                let codecs: Vec<Option<CodecKind>> = match scenario.kind {
-                    ScenarioKind::Codec => scenario.codecs.iter().copied().map(Some).collect(),
-                    _ => vec![None],
+                let codecs: Vec<Option<CodecKind>> = if scenario.kind.uses_codecs() {
+                    scenario.codecs.iter().copied().map(Some).collect()
+                } else {
+                    vec![None]
                 };
                 for (wake, codec, payload) in wakes
                     .iter()

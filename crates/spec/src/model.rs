@@ -120,14 +120,32 @@ pub enum ScenarioKind {
     /// A sensor frame encoded with a codec, sent, decoded and re-encoded by the peer, sent
     /// back and decoded: serialization and transport together, per codec.
     Codec,
+    /// One publisher (the measuring side) to two subscriber processes: every frame to
+    /// both, each acknowledged with its one-way latency; a frame not acknowledged before
+    /// its deadline is dropped.
+    FanOut,
+    /// Two publisher processes streaming frames to one subscriber (the measuring side):
+    /// one-way latency per frame; a sequence gap or a frame later than its deadline is
+    /// dropped.
+    FanIn,
 }
 
 impl ScenarioKind {
+    /// Kinds that carry sensor frames through a codec.
+    pub fn uses_codecs(self) -> bool {
+        matches!(
+            self,
+            ScenarioKind::Codec | ScenarioKind::FanOut | ScenarioKind::FanIn
+        )
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ScenarioKind::Echo => "echo",
             ScenarioKind::Bulk => "bulk",
             ScenarioKind::Codec => "codec",
+            ScenarioKind::FanOut => "fan-out",
+            ScenarioKind::FanIn => "fan-in",
         }
     }
 }

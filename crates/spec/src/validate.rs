@@ -3,7 +3,7 @@
 
 use crate::error::{SpecError, SpecErrors};
 use crate::locate::{locate, render, Segment};
-use crate::model::{ScenarioKind, Spec, TransportKind, SCHEMA_VERSION};
+use crate::model::{Spec, TransportKind, SCHEMA_VERSION};
 use crate::units::{ByteSize, UDP_MAX_PAYLOAD};
 use crate::CELL_GROUP_FAULT;
 use std::collections::HashSet;
@@ -208,25 +208,30 @@ impl Spec {
                     "wake modes apply only to the shm transport; remove `wake` or add shm to transports".into(),
                 ));
             }
-            match (scenario.kind, scenario.codecs.is_empty()) {
-                (ScenarioKind::Codec, true) => out.push((
-                    at("codecs"),
-                    "a codec scenario lists its codecs: capnp, prost".into(),
-                )),
-                (ScenarioKind::Echo | ScenarioKind::Bulk, false) => out.push((
+            match (scenario.kind.uses_codecs(), scenario.codecs.is_empty()) {
+                (true, true) => out.push((
                     at("codecs"),
                     format!(
-                        "codecs apply only to `kind: codec` scenarios; remove them or change kind `{}`",
+                        "a {} scenario lists its codecs: capnp, prost",
+                        scenario.kind.as_str()
+                    ),
+                )),
+                (false, false) => out.push((
+                    at("codecs"),
+                    format!(
+                        "codecs apply only to codec, fan-out and fan-in scenarios; remove them or change kind `{}`",
                         scenario.kind.as_str()
                     ),
                 )),
                 _ => {}
             }
-            if scenario.kind == ScenarioKind::Codec && transports.contains(&TransportKind::Udp) {
+            if scenario.kind.uses_codecs() && transports.contains(&TransportKind::Udp) {
                 out.push((
                     at("transports"),
-                    "udp loses and limits datagrams; codec scenarios run over shm, local or tcp"
-                        .into(),
+                    format!(
+                        "udp loses and limits datagrams; {} scenarios run over shm, local or tcp",
+                        scenario.kind.as_str()
+                    ),
                 ));
             }
             let mut codecs = HashSet::new();

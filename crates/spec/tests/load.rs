@@ -160,7 +160,7 @@ fn codec_scenarios_are_checked() {
     for wanted in [
         "scenarios[0].codecs: a codec scenario lists its codecs: capnp, prost",
         "scenarios[0].transports: udp loses and limits datagrams",
-        "scenarios[1].codecs: codecs apply only to `kind: codec` scenarios",
+        "scenarios[1].codecs: codecs apply only to codec, fan-out and fan-in scenarios",
     ] {
         assert!(
             message.contains(wanted),

@@ -1,0 +1,359 @@
+//! Fan-out and fan-in cells (seed 003's one-to-two and two-to-one): sensor frames between
+//! the measuring process and two peer processes, with dropped frames counted.
+//!
+//! - Fan-out: the measuring side publishes every frame to two subscribers; each checks it
+//!   field by field and acknowledges it with its one-way latency. The cell's latency of a
+//!   frame is the slower subscriber's. A frame not acknowledged before its deadline is
+//!   dropped (a late acknowledgement is recognised by its sequence number and skipped).
+//! - Fan-in: two publishers stream frames as fast as their channels take them; the
+//!   measuring side reads them in turn, checks each field by field and times its one-way
+//!   latency from the stamp the publisher wrote (CLOCK_MONOTONIC is shared by all
+//!   processes of a machine). A sequence gap, or a frame later than its deadline, is
+//!   dropped. Queueing in the channels is part of the latency, as it is for a real
+//!   subscriber that is outpaced.
+
+use crate::codec_work::FRAME_SLACK;
+use crate::echo::{peer_epilogue, setup_failure, RunOptions, Tally};
+use crate::peer::{monotonic_ns, PeerConfig, PeerRole, ACK_BYTES};
+use crate::spawn::PeerProcess;
+use ipc_matrix_codec::{Codec, FrameCodec, SensorFrame};
+use ipc_matrix_results::{Failure, FailureKind};
+use ipc_matrix_spec::Cell;
+use ipc_matrix_transport::{listen, Channel, ListenOptions, TransportError};
+use std::time::{Duration, Instant};
+
+const PEERS: usize = 2;
+/// Frames in a row a subscriber may leave unacknowledged before it counts as stuck.
+const DROPPED_IN_A_ROW_LIMIT: u64 = 3;
+
+/// A peer process and the channel to it.
+struct Linked {
+    peer: PeerProcess,
+    channel: Box<dyn Channel>,
+}
+
+fn sizes(cell: &Cell) -> Result<(usize, usize), Failure> {
+    let payload = usize::try_from(cell.payload_bytes).map_err(|_| {
+        setup_failure(format!(
+            "{} bytes do not fit in memory here",
+            cell.payload_bytes
+        ))
+    })?;
+    Ok((payload, payload + FRAME_SLACK))
+}
+
+fn codec_of(cell: &Cell) -> Result<Codec, Failure> {
+    cell.codec
+        .ok_or_else(|| setup_failure(format!("{} names no codec", cell.id)))
+}
+
+/// Starts one peer per role and connects to each.
+fn link(
+    cell: &Cell,
+    options: &RunOptions,
+    roles: [PeerRole; PEERS],
+) -> Result<Vec<Linked>, Failure> {
+    let (_, max_message) = sizes(cell)?;
+    let mut linked = Vec::new();
+    for role in roles {
+        let acceptor = listen(
+            cell.transport,
+            ListenOptions {
+                wake: cell.wake,
+                max_message: max_message.max(ACK_BYTES),
+            },
+        )
+        .map_err(|e| setup_failure(format!("opening the {} channel: {e}", cell.transport)))?;
+        let config = PeerConfig {
+            address: acceptor.address(),
+            parent: std::process::id(),
+            limit: max_message + 1024,
+            idle_timeout: options.setup_timeout + cell.timeout * 2,
+            fault: options.fault,
+            delay: None,
+            cpu: None,
+            codec: cell.codec,
+            role,
+        };
+        let mut peer = PeerProcess::spawn(&options.peer_program, &config)
+            .map_err(|e| setup_failure(format!("starting peer {}: {e}", linked.len())))?;
+        let channel = acceptor
+            .accept(peer.pid(), Instant::now() + options.setup_timeout)
+            .map_err(|e| {
+                let mut failure = setup_failure(format!("connecting peer {}: {e}", linked.len()));
+                failure.reason.push_str(&peer_epilogue(&mut peer));
+                failure
+            })?;
+        linked.push(Linked { peer, channel });
+    }
+    Ok(linked)
+}
+
+/// A failure at frame `index` of peer `k`, with what became of that peer.
+fn failure(
+    linked: &mut [Linked],
+    k: usize,
+    index: u64,
+    kind: FailureKind,
+    what: String,
+) -> Failure {
+    let epilogue = peer_epilogue(&mut linked[k].peer);
+    Failure {
+        kind,
+        round_trip: Some(index),
+        reason: format!("frame {index}, peer {k}: {what}{epilogue}"),
+    }
+}
+
+fn transport_kind(e: &TransportError) -> FailureKind {
+    match e {
+        TransportError::Timeout { .. } => FailureKind::Timeout,
+        TransportError::TooLarge { .. } | TransportError::Corrupt(_) => FailureKind::Protocol,
+        _ => FailureKind::PeerGone,
+    }
+}
+
+/// Says goodbye to every peer and expects each to exit cleanly.
+fn goodbye(linked: &mut [Linked]) -> Result<(), Failure> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for (k, link) in linked.iter_mut().enumerate() {
+        let sent = link.channel.send(&[], deadline);
+        let status = link.peer.wait_until(deadline);
+        if sent.is_err() || !status.is_some_and(|s| s.success()) {
+            let epilogue = peer_epilogue(&mut link.peer);
+            return Err(Failure {
+                kind: FailureKind::Shutdown,
+                round_trip: None,
+                reason: format!("peer {k} did not stop cleanly after the last frame{epilogue}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn enforce_loss(cell: &Cell, total: u64, dropped: u64) -> Result<(), Failure> {
+    let allowed = (cell.max_loss * (total * PEERS as u64) as f64).floor() as u64;
+    if dropped > allowed {
+        return Err(Failure {
+            kind: FailureKind::Timeout,
+            round_trip: None,
+            reason: format!(
+                "{dropped} of {} frames were dropped; at most {allowed} may be (max_loss {})",
+                total * PEERS as u64,
+                cell.max_loss
+            ),
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn fan_out(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Result<(), Failure> {
+    let codec = codec_of(cell)?;
+    let (payload, _) = sizes(cell)?;
+    let role = PeerRole::Subscriber {
+        seed: cell.seed,
+        payload,
+    };
+    let mut linked = link(cell, options, [role; PEERS])?;
+    let mut frame = SensorFrame::sample(cell.seed, 0, payload);
+    let (mut encoded, mut ack) = (Vec::new(), Vec::new());
+    let total = cell.warmup + cell.iterations;
+    let mut dropped_in_a_row = [0u64; PEERS];
+    let started = Instant::now();
+    for index in 0..total {
+        frame.header.sequence = index;
+        frame.header.sent_at_ns = monotonic_ns();
+        codec.encode(&frame, &mut encoded);
+        let deadline = Instant::now() + cell.timeout;
+        for k in 0..PEERS {
+            if let Err(e) = linked[k].channel.send(&encoded, deadline) {
+                let kind = transport_kind(&e);
+                return Err(failure(
+                    &mut linked,
+                    k,
+                    index,
+                    kind,
+                    format!("sending: {e}"),
+                ));
+            }
+        }
+        let mut slowest = Some(0u64);
+        for k in 0..PEERS {
+            let latency = loop {
+                match linked[k].channel.recv(&mut ack, ACK_BYTES, deadline) {
+                    Ok(()) if ack.len() == ACK_BYTES => {
+                        let word = |at: usize| {
+                            u64::from_le_bytes(ack[at..at + 8].try_into().expect("8 bytes"))
+                        };
+                        match word(0) {
+                            // The late acknowledgement of a frame already counted as dropped.
+                            sequence if sequence < index => continue,
+                            sequence if sequence == index => break Some(word(8)),
+                            sequence => {
+                                return Err(failure(
+                                    &mut linked,
+                                    k,
+                                    index,
+                                    FailureKind::Protocol,
+                                    format!(
+                                        "acknowledged frame {sequence}, which was not sent yet"
+                                    ),
+                                ))
+                            }
+                        }
+                    }
+                    Ok(()) => {
+                        let what = format!(
+                            "an acknowledgement of {} bytes, expected {ACK_BYTES}",
+                            ack.len()
+                        );
+                        return Err(failure(&mut linked, k, index, FailureKind::Protocol, what));
+                    }
+                    Err(TransportError::Timeout { .. }) => break None,
+                    Err(e) => {
+                        let kind = transport_kind(&e);
+                        return Err(failure(
+                            &mut linked,
+                            k,
+                            index,
+                            kind,
+                            format!("waiting for the acknowledgement: {e}"),
+                        ));
+                    }
+                }
+            };
+            match latency {
+                Some(ns) => {
+                    dropped_in_a_row[k] = 0;
+                    slowest = slowest.map(|s| s.max(ns));
+                }
+                None => {
+                    tally.lost += 1;
+                    slowest = None;
+                    dropped_in_a_row[k] += 1;
+                    if dropped_in_a_row[k] >= DROPPED_IN_A_ROW_LIMIT {
+                        let what = format!(
+                            "{DROPPED_IN_A_ROW_LIMIT} frames in a row were not acknowledged within {:?}; the subscriber is stuck",
+                            cell.timeout
+                        );
+                        return Err(failure(&mut linked, k, index, FailureKind::Timeout, what));
+                    }
+                }
+            }
+        }
+        if let Some(ns) = slowest {
+            let latency = Duration::from_nanos(ns);
+            if index == 0 {
+                tally.first_round_trip = Some(latency);
+            }
+            if index >= cell.warmup {
+                tally.recorder.record(latency);
+            }
+        }
+    }
+    tally.measured_time = started.elapsed();
+    enforce_loss(cell, total, tally.lost)?;
+    goodbye(&mut linked)
+}
+
+pub(crate) fn fan_in(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Result<(), Failure> {
+    let codec = codec_of(cell)?;
+    let (payload, max_message) = sizes(cell)?;
+    let total = cell.warmup + cell.iterations;
+    let publisher = |source: u32| PeerRole::Publisher {
+        seed: cell.seed,
+        payload,
+        source,
+        frames: total,
+    };
+    let mut linked = link(cell, options, [publisher(0), publisher(1)])?;
+    let mut expected: Vec<SensorFrame> = (0..PEERS as u32)
+        .map(|source| {
+            let mut frame = SensorFrame::sample(cell.seed, 0, payload);
+            frame.header.source_id = source;
+            frame
+        })
+        .collect();
+    let mut next = [0u64; PEERS];
+    let mut done = [false; PEERS];
+    let mut message = Vec::new();
+    let started = Instant::now();
+    // Read the two streams in turn until both have said goodbye.
+    while done.iter().any(|d| !d) {
+        for k in 0..PEERS {
+            if done[k] {
+                continue;
+            }
+            let index = next[k];
+            let deadline = Instant::now() + options.setup_timeout + cell.timeout;
+            if let Err(e) = linked[k]
+                .channel
+                .recv(&mut message, max_message + 1024, deadline)
+            {
+                let kind = transport_kind(&e);
+                return Err(failure(
+                    &mut linked,
+                    k,
+                    index,
+                    kind,
+                    format!("waiting for the frame: {e}"),
+                ));
+            }
+            if message.is_empty() {
+                if index < total {
+                    let what = format!("the publisher stopped after {index} of {total} frames");
+                    return Err(failure(&mut linked, k, index, FailureKind::Protocol, what));
+                }
+                done[k] = true;
+                continue;
+            }
+            let arrived = monotonic_ns();
+            let frame = match codec.decode(&message) {
+                Ok(frame) => frame,
+                Err(e) => {
+                    let what = format!("not a {codec} sensor frame: {e}");
+                    return Err(failure(&mut linked, k, index, FailureKind::Protocol, what));
+                }
+            };
+            let sequence = frame.header.sequence;
+            if sequence < index {
+                let what = format!("frame {sequence} arrived again or out of order");
+                return Err(failure(&mut linked, k, index, FailureKind::Protocol, what));
+            }
+            tally.lost += sequence - index; // a gap: frames never delivered
+            expected[k].header.sequence = sequence;
+            expected[k].header.sent_at_ns = frame.header.sent_at_ns;
+            if let Some(difference) = expected[k].first_difference(&frame) {
+                let what = format!("the frame differs at {difference}");
+                return Err(failure(&mut linked, k, index, FailureKind::Mismatch, what));
+            }
+            let latency = Duration::from_nanos(arrived.saturating_sub(frame.header.sent_at_ns));
+            if latency > cell.timeout {
+                tally.lost += 1; // delivered, but after its deadline
+            } else if sequence >= cell.warmup {
+                tally.recorder.record(latency);
+            }
+            if sequence == 0 && k == 0 {
+                tally.first_round_trip = Some(latency);
+            }
+            next[k] = sequence + 1;
+        }
+    }
+    tally.measured_time = started.elapsed();
+    enforce_loss(cell, total, tally.lost)?;
+    // Publishers exit after their goodbye; make sure they did, cleanly.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    for (k, link) in linked.iter_mut().enumerate() {
+        if !link.peer.wait_until(deadline).is_some_and(|s| s.success()) {
+            let epilogue = peer_epilogue(&mut link.peer);
+            return Err(Failure {
+                kind: FailureKind::Shutdown,
+                round_trip: None,
+                reason: format!(
+                    "publisher {k} did not exit cleanly after its last frame{epilogue}"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
