@@ -53,6 +53,9 @@ pub struct BaselineRun {
     pub throughput_mb_per_s: Option<f64>,
     /// The machine probe taken before the cell (see the results' `core_to_core_ns`).
     pub core_to_core_ns: Option<u64>,
+    /// The cell's CPU pressure (see the results' `cpu_pressure`).
+    #[serde(default)]
+    pub cpu_pressure: Option<f64>,
 }
 
 impl BaselineCell {
@@ -92,6 +95,18 @@ impl BaselineCell {
     pub fn core_to_core_ns(&self) -> Option<u64> {
         let probes: Vec<u64> = self.runs.iter().filter_map(|r| r.core_to_core_ns).collect();
         (!probes.is_empty()).then(|| median(&probes))
+    }
+
+    /// The median CPU pressure of the typical accepted runs: what the cell itself causes
+    /// (a fan cell runs three processes on two CPUs, say).
+    pub fn cpu_pressure(&self) -> Option<f64> {
+        let mut shares: Vec<f64> = self
+            .typical_runs()
+            .iter()
+            .filter_map(|r| r.cpu_pressure)
+            .collect();
+        shares.sort_by(f64::total_cmp);
+        shares.get(shares.len() / 2).copied()
     }
 
     /// The largest relative interquartile spread of one accepted run's batch medians:
@@ -181,6 +196,7 @@ impl Baseline {
                 p99_ns: r.latency_ns.map_or(0, |l| l.p99),
                 throughput_mb_per_s: r.throughput.map(|t| t.mb_per_s),
                 core_to_core_ns: r.core_to_core_ns,
+                cpu_pressure: r.cpu_pressure,
             };
             let fresh = BaselineCell {
                 payload_bytes: r.cell.payload_bytes,
