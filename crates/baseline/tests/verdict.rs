@@ -350,6 +350,14 @@ fn a_cell_that_competed_for_the_cpus_only_informs() {
         v.cells[0].notes
     );
     assert_eq!(v.gating_regressions().count(), 0);
+
+    // A cell that loads the CPUs itself (a fan cell) is judged against its own level.
+    let mut loaded = run(&native(), &[40_000, 35_000, 30_000], 1);
+    loaded[0].cpu_pressure = Some(0.8);
+    let base = baseline_of(&loaded);
+    current[0].cpu_pressure = Some(0.85);
+    let v = judge(&current, Some(&base), RegressionPolicy::default());
+    assert!(v.cells[0].gating, "{:?}", v.cells[0].notes);
 }
 
 #[test]
