@@ -4,19 +4,13 @@ use ipc_matrix_baseline::{judge, Baseline, RunVerdict, Verdict};
 use ipc_matrix_results::{fixture, CellResult, Environment};
 use ipc_matrix_spec::{Cell, RegressionPolicy};
 
-const MATRIX: &str = r#"
-version: 1
-targets:
-  - { triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }
-profiles:
-  quick: { description: test }
-scenarios:
+const SCENARIOS: &str = "
   - { name: echo, kind: echo, transports: [tcp, udp, local], payloads: [200B], iterations: 300, warmup: 0, timeout: 1s }
-"#;
+";
 const CPU: &str = "Test CPU @ 3.0GHz";
 
 fn cells() -> Vec<Cell> {
-    fixture::cells(MATRIX, "quick")
+    fixture::quick_cells(SCENARIOS)
 }
 
 /// 300 round trips around `center` ns with a deterministic +-10 % wobble and the odd

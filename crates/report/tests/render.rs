@@ -8,20 +8,14 @@ use ipc_matrix_results::{fixture, CellResult};
 use ipc_matrix_spec::{Cell, RegressionPolicy};
 use std::path::PathBuf;
 
-const MATRIX: &str = r#"
-version: 1
-targets:
-  - { triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }
-profiles:
-  quick: { description: test }
-scenarios:
+const SCENARIOS: &str = "
   - { name: echo, kind: echo, transports: [shm, tcp, udp], payloads: [200B], iterations: 300, warmup: 0, timeout: 1s }
   - { name: bulk, kind: bulk, transports: [tcp], payloads: [1MB], iterations: 60, warmup: 0, timeout: 5s }
-"#;
+";
 const CPU: &str = "Test CPU @ 3.0GHz";
 
 fn cells() -> Vec<Cell> {
-    fixture::cells(MATRIX, "quick")
+    fixture::quick_cells(SCENARIOS)
 }
 
 /// `count` round trips around `center` ns with a deterministic wobble.
@@ -138,19 +132,13 @@ fn legs_side_by_side() {
     assert_eq!(page.matches("<svg").count(), 1);
 }
 
-const CODEC_MATRIX: &str = r#"
-version: 1
-targets:
-  - { triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }
-profiles:
-  quick: { description: test }
-scenarios:
+const CODEC_SCENARIOS: &str = "
   - { name: ser, kind: codec, codecs: [capnp, prost], transports: [tcp], payloads: [64KiB], iterations: 6000, warmup: 0, timeout: 1s }
-"#;
+";
 
 fn codec_report() -> LegReport {
     let env = fixture::environment("native", CPU);
-    let cells = fixture::cells(CODEC_MATRIX, "quick");
+    let cells = fixture::quick_cells(CODEC_SCENARIOS);
     let results = cells
         .iter()
         .zip([70_000u64, 90_000])

@@ -13,6 +13,15 @@ pub fn cells(matrix_yaml: &str, profile: &str) -> Vec<Cell> {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The cells of a one-target matrix whose `quick` profile runs `scenarios` (YAML list
+/// items, one per line, as under `scenarios:`).
+pub fn quick_cells(scenarios: &str) -> Vec<Cell> {
+    let matrix = format!(
+        "version: 1\ntargets:\n  - {{ triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }}\nprofiles:\n  quick: {{ description: test }}\nscenarios:\n{scenarios}"
+    );
+    cells(&matrix, "quick")
+}
+
 /// A fixed environment: x86_64, the given runner and CPU model, an optimized build.
 pub fn environment(runner: &str, cpu_model: &str) -> Environment {
     Environment {
