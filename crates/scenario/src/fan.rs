@@ -105,12 +105,20 @@ fn failure(
     }
 }
 
-fn transport_kind(e: &TransportError) -> FailureKind {
-    match e {
+/// A transport error while `doing` something with peer `k` at frame `index`.
+fn transport_failure(
+    linked: &mut [Linked],
+    k: usize,
+    index: u64,
+    doing: &str,
+    e: &TransportError,
+) -> Failure {
+    let kind = match e {
         TransportError::Timeout { .. } => FailureKind::Timeout,
         TransportError::TooLarge { .. } | TransportError::Corrupt(_) => FailureKind::Protocol,
         _ => FailureKind::PeerGone,
-    }
+    };
+    failure(linked, k, index, kind, format!("{doing}: {e}"))
 }
 
 /// Says goodbye to every peer and expects each to exit cleanly.
@@ -167,14 +175,7 @@ pub(crate) fn fan_out(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> R
         let deadline = Instant::now() + cell.timeout;
         for k in 0..PEERS {
             if let Err(e) = linked[k].channel.send(&encoded, deadline) {
-                let kind = transport_kind(&e);
-                return Err(failure(
-                    &mut linked,
-                    k,
-                    index,
-                    kind,
-                    format!("sending: {e}"),
-                ));
+                return Err(transport_failure(&mut linked, k, index, "sending", &e));
             }
         }
         let mut slowest = Some(0u64);
@@ -211,13 +212,12 @@ pub(crate) fn fan_out(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> R
                     }
                     Err(TransportError::Timeout { .. }) => break None,
                     Err(e) => {
-                        let kind = transport_kind(&e);
-                        return Err(failure(
+                        return Err(transport_failure(
                             &mut linked,
                             k,
                             index,
-                            kind,
-                            format!("waiting for the acknowledgement: {e}"),
+                            "waiting for the acknowledgement",
+                            &e,
                         ));
                     }
                 }
@@ -290,13 +290,12 @@ pub(crate) fn fan_in(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Re
                 .channel
                 .recv(&mut message, max_message + 1024, deadline)
             {
-                let kind = transport_kind(&e);
-                return Err(failure(
+                return Err(transport_failure(
                     &mut linked,
                     k,
                     index,
-                    kind,
-                    format!("waiting for the frame: {e}"),
+                    "waiting for the frame",
+                    &e,
                 ));
             }
             if message.is_empty() {
