@@ -1,6 +1,8 @@
 //! Expansion of a spec into cells: one cell is one test, one result file, one table row.
 
-use crate::model::{CodecKind, Runner, ScenarioKind, Spec, Target, TransportKind, WakeMode};
+use crate::model::{
+    CodecKind, LogSink, Runner, ScenarioKind, Spec, Target, TransportKind, WakeMode,
+};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -11,7 +13,8 @@ pub const CELL_GROUP_FAULT: &str = "fault";
 /// Everything needed to run and label one measurement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Cell {
-    /// Stable, readable test name: `<scenario>::<transport[-wake]>::<payload>`.
+    /// Stable, readable test name: `<scenario>::[<variant>::]<transport[-wake]>::<payload>`,
+    /// where the variant is the codec, the log sink or the load shape (`c4-s16`).
     pub id: String,
     pub scenario: String,
     pub kind: ScenarioKind,
@@ -28,6 +31,31 @@ pub struct Cell {
     /// `codec` scenarios: the serialization format of the sensor frames exchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub codec: Option<CodecKind>,
+    /// `udp-load` cells: client threads, server threads and how long the clients send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadShape>,
+    /// `logging` cells: how the lines are written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sink: Option<LogSink>,
+}
+
+/// The shape of a `udp-load` cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoadShape {
+    /// Client threads, each with its own socket, each waiting for its reply before the
+    /// next request.
+    pub clients: u32,
+    /// The peer's threads receiving from (and replying through) its one socket.
+    pub server_threads: u32,
+    /// How long the clients keep sending.
+    pub duration: Duration,
+}
+
+impl LoadShape {
+    /// `c4-s16`: 4 clients, 16 server threads.
+    pub fn label(&self) -> String {
+        format!("c{}-s{}", self.clients, self.server_threads)
+    }
 }
 
 impl Cell {
@@ -37,6 +65,15 @@ impl Cell {
             Some(wake) => format!("{}-{}", self.transport, wake.short()),
             None => self.transport.to_string(),
         }
+    }
+
+    /// What sets this cell apart within its scenario and transport: the codec, the log
+    /// sink or the load shape.
+    pub fn variant_label(&self) -> Option<String> {
+        self.codec
+            .map(|c| c.to_string())
+            .or_else(|| self.sink.map(|s| s.to_string()))
+            .or_else(|| self.load.map(|l| l.label()))
     }
 }
 
@@ -71,6 +108,15 @@ impl Spec {
             let iterations = o.iterations.unwrap_or(scenario.iterations).get();
             let warmup = o.warmup.unwrap_or(scenario.warmup);
             let timeout = o.timeout.as_ref().unwrap_or(&scenario.timeout).get();
+            let clients = o.clients.unwrap_or_else(|| scenario.clients.clone());
+            let server_threads = o
+                .server_threads
+                .unwrap_or_else(|| scenario.server_threads.clone());
+            let duration = o
+                .duration
+                .as_ref()
+                .or(scenario.duration.as_ref())
+                .map(|d| d.get());
             for &transport in &scenario.transports {
                 let wakes: Vec<Option<WakeMode>> = match transport {
                     TransportKind::Shm if scenario.wake.is_empty() => {
@@ -84,43 +130,67 @@ impl Spec {
                 } else {
                     vec![None]
                 };
-                for (wake, codec, payload) in wakes
-                    .iter()
-                    .flat_map(|w| codecs.iter().map(move |c| (*w, *c)))
-                    .flat_map(|(w, c)| payloads.iter().map(move |p| (w, c, p)))
-                {
-                    {
-                        let mut cell = Cell {
-                            id: String::new(),
-                            scenario: scenario.name.clone(),
-                            kind: scenario.kind,
-                            transport,
-                            wake,
-                            payload_bytes: payload.bytes(),
-                            payload_label: payload.label().to_string(),
-                            iterations,
-                            warmup,
-                            timeout,
-                            max_loss: scenario.max_loss,
-                            seed: self.seed,
-                            profile: profile.to_string(),
-                            codec,
-                        };
-                        cell.id = match codec {
-                            Some(codec) => format!(
-                                "{}::{codec}::{}::{}",
-                                cell.scenario,
-                                cell.transport_label(),
-                                cell.payload_label
-                            ),
-                            None => format!(
-                                "{}::{}::{}",
-                                cell.scenario,
-                                cell.transport_label(),
-                                cell.payload_label
-                            ),
-                        };
-                        cells.push(cell);
+                let sinks: Vec<Option<LogSink>> = if scenario.sinks.is_empty() {
+                    vec![None]
+                } else {
+                    scenario.sinks.iter().copied().map(Some).collect()
+                };
+                let loads: Vec<Option<LoadShape>> = match &duration {
+                    Some(duration) => clients
+                        .iter()
+                        .flat_map(|&clients| {
+                            server_threads.iter().map(move |&server_threads| {
+                                Some(LoadShape {
+                                    clients,
+                                    server_threads,
+                                    duration: *duration,
+                                })
+                            })
+                        })
+                        .collect(),
+                    None => vec![None],
+                };
+                for &wake in &wakes {
+                    for &codec in &codecs {
+                        for &sink in &sinks {
+                            for &load in &loads {
+                                for payload in &payloads {
+                                    let mut cell = Cell {
+                                        id: String::new(),
+                                        scenario: scenario.name.clone(),
+                                        kind: scenario.kind,
+                                        transport,
+                                        wake,
+                                        payload_bytes: payload.bytes(),
+                                        payload_label: payload.label().to_string(),
+                                        iterations,
+                                        warmup,
+                                        timeout,
+                                        max_loss: scenario.max_loss,
+                                        seed: self.seed,
+                                        profile: profile.to_string(),
+                                        codec,
+                                        load,
+                                        sink,
+                                    };
+                                    cell.id = match cell.variant_label() {
+                                        Some(variant) => format!(
+                                            "{}::{variant}::{}::{}",
+                                            cell.scenario,
+                                            cell.transport_label(),
+                                            cell.payload_label
+                                        ),
+                                        None => format!(
+                                            "{}::{}::{}",
+                                            cell.scenario,
+                                            cell.transport_label(),
+                                            cell.payload_label
+                                        ),
+                                    };
+                                    cells.push(cell);
+                                }
+                            }
+                        }
                     }
                 }
             }

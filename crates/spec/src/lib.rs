@@ -13,11 +13,11 @@ mod seeded;
 mod units;
 mod validate;
 
-pub use cell::{Cell, CELL_GROUP_FAULT};
+pub use cell::{Cell, LoadShape, CELL_GROUP_FAULT};
 pub use error::{SpecError, SpecErrors};
 pub use model::{
-    CodecKind, Overrides, Profile, RegressionPolicy, Runner, Scenario, ScenarioKind, Spec, Target,
-    TransportKind, WakeMode, SCHEMA_VERSION,
+    CodecKind, LogSink, Overrides, Profile, RegressionPolicy, Runner, Scenario, ScenarioKind, Spec,
+    Target, TransportKind, WakeMode, SCHEMA_VERSION,
 };
 pub use seeded::{pseudo_random_bytes, splitmix64};
 pub use units::{ByteSize, Count, DurationSpec, UDP_MAX_PAYLOAD};

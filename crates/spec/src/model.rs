@@ -108,6 +108,9 @@ pub struct Overrides {
     pub iterations: Option<Count>,
     pub warmup: Option<u64>,
     pub timeout: Option<DurationSpec>,
+    pub clients: Option<Vec<u32>>,
+    pub server_threads: Option<Vec<u32>>,
+    pub duration: Option<DurationSpec>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
@@ -128,9 +131,32 @@ pub enum ScenarioKind {
     /// one-way latency per frame; a sequence gap or a frame later than its deadline is
     /// dropped.
     FanIn,
+    /// Seed 000's RPC: a Cap'n Proto RPC interface (`capnp-rpc`) with one method that
+    /// takes bytes and returns them; the peer serves it.
+    Rpc,
+    /// Seed 001: ZeroMQ REQ/REP echo (`zmq`, libzmq built from source for every target).
+    ReqRep,
+    /// Seed 004: client threads, each with its own UDP socket, send and wait for the echo
+    /// of a peer with several receiving threads; transactions per second, success rate.
+    UdpLoad,
+    /// Seed 002: the cost of writing log lines to a file, per way of writing them; the
+    /// file is then read back and compared with what was logged.
+    Logging,
 }
 
 impl ScenarioKind {
+    /// The transports a scenario of this kind may list.
+    pub fn transports(self) -> &'static [TransportKind] {
+        use TransportKind::*;
+        match self {
+            ScenarioKind::Echo | ScenarioKind::Bulk => &[Shm, Local, Tcp, Udp],
+            ScenarioKind::Codec | ScenarioKind::FanOut | ScenarioKind::FanIn => &[Shm, Local, Tcp],
+            ScenarioKind::Rpc | ScenarioKind::ReqRep => &[Local, Tcp],
+            ScenarioKind::UdpLoad => &[Udp],
+            ScenarioKind::Logging => &[File],
+        }
+    }
+
     /// Kinds that carry sensor frames through a codec.
     pub fn uses_codecs(self) -> bool {
         matches!(
@@ -146,6 +172,10 @@ impl ScenarioKind {
             ScenarioKind::Codec => "codec",
             ScenarioKind::FanOut => "fan-out",
             ScenarioKind::FanIn => "fan-in",
+            ScenarioKind::Rpc => "rpc",
+            ScenarioKind::ReqRep => "req-rep",
+            ScenarioKind::UdpLoad => "udp-load",
+            ScenarioKind::Logging => "logging",
         }
     }
 }
@@ -161,9 +191,12 @@ pub enum TransportKind {
     Tcp,
     /// UDP over 127.0.0.1; one message per datagram.
     Udp,
+    /// A file in a private temporary directory: where `logging` cells write.
+    File,
 }
 
 impl TransportKind {
+    /// The transports that carry messages between two processes.
     pub const ALL: [TransportKind; 4] = [
         TransportKind::Shm,
         TransportKind::Local,
@@ -177,6 +210,7 @@ impl TransportKind {
             TransportKind::Local => "local",
             TransportKind::Tcp => "tcp",
             TransportKind::Udp => "udp",
+            TransportKind::File => "file",
         }
     }
 }
@@ -237,6 +271,52 @@ pub struct Scenario {
     /// `codec` scenarios only: the serialization formats, one cell per codec and transport.
     #[serde(default)]
     pub codecs: Vec<CodecKind>,
+    /// `udp-load` only: numbers of client threads, one cell per number (and per entry of
+    /// `server_threads`).
+    #[serde(default)]
+    pub clients: Vec<u32>,
+    /// `udp-load` only: numbers of the peer's receiving threads.
+    #[serde(default)]
+    pub server_threads: Vec<u32>,
+    /// `udp-load` only: how long the clients keep sending (each stops early after
+    /// `iterations` requests).
+    #[serde(default)]
+    pub duration: Option<DurationSpec>,
+    /// `logging` only: the ways of writing the lines, one cell each.
+    #[serde(default)]
+    pub sinks: Vec<LogSink>,
+}
+
+/// A way of writing log lines to a file (`logging` cells).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogSink {
+    /// Formatted into a `BufWriter` (8 KiB buffer), as a buffered C++ stream does.
+    Buffered,
+    /// One write(2) per line, no buffer.
+    WritePerLine,
+    /// `tracing` with `tracing-appender`'s file appender, written by the logging thread.
+    TracingBlocking,
+    /// `tracing` with `tracing-appender`'s non-blocking writer (lossless mode): a worker
+    /// thread writes; the cost includes waiting for it at shutdown.
+    TracingNonBlocking,
+}
+
+impl LogSink {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogSink::Buffered => "buffered",
+            LogSink::WritePerLine => "write-per-line",
+            LogSink::TracingBlocking => "tracing-blocking",
+            LogSink::TracingNonBlocking => "tracing-non-blocking",
+        }
+    }
+}
+
+impl fmt::Display for LogSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// A serialization format of the sensor frame (`crates/codec`).

@@ -3,7 +3,7 @@
 
 use crate::error::{SpecError, SpecErrors};
 use crate::locate::{locate, render, Segment};
-use crate::model::{Spec, TransportKind, SCHEMA_VERSION};
+use crate::model::{Scenario, ScenarioKind, Spec, TransportKind, SCHEMA_VERSION};
 use crate::units::{ByteSize, UDP_MAX_PAYLOAD};
 use crate::CELL_GROUP_FAULT;
 use std::collections::HashSet;
@@ -159,7 +159,33 @@ impl Spec {
                 if let Some(payloads) = &overrides.payloads {
                     let mut payload_path = at.clone();
                     payload_path.push(key("payloads"));
-                    check_payloads(payloads, &target.transports, payload_path, &mut out);
+                    check_payloads(payloads, target, payload_path, &mut out);
+                }
+                let is_load = target.kind == ScenarioKind::UdpLoad;
+                for (name, counts) in [
+                    ("clients", &overrides.clients),
+                    ("server_threads", &overrides.server_threads),
+                ] {
+                    match counts {
+                        Some(_) if !is_load => out.push((
+                            field(name),
+                            format!("`{name}` applies only to udp-load scenarios"),
+                        )),
+                        Some(counts) => check_thread_counts(counts, field(name), &mut out),
+                        None => {}
+                    }
+                }
+                match &overrides.duration {
+                    Some(_) if !is_load => out.push((
+                        field("duration"),
+                        "`duration` applies only to udp-load scenarios".into(),
+                    )),
+                    Some(d) => {
+                        if let Some(why) = d.invalid() {
+                            out.push((field("duration"), why.into()));
+                        }
+                    }
+                    None => {}
                 }
             }
         }
@@ -191,7 +217,16 @@ impl Spec {
             if scenario.transports.is_empty() {
                 out.push((
                     at("transports"),
-                    "list at least one of: shm, local, tcp, udp".into(),
+                    format!(
+                        "list at least one of: {}",
+                        scenario
+                            .kind
+                            .transports()
+                            .iter()
+                            .map(|t| t.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
                 ));
             }
             let mut transports = HashSet::new();
@@ -225,14 +260,76 @@ impl Spec {
                 )),
                 _ => {}
             }
-            if scenario.kind.uses_codecs() && transports.contains(&TransportKind::Udp) {
-                out.push((
-                    at("transports"),
+            let allowed = scenario.kind.transports();
+            for (j, transport) in scenario.transports.iter().enumerate() {
+                if !allowed.contains(transport) {
+                    let mut path = at("transports");
+                    path.push(Segment::Index(j));
+                    out.push((
+                        path,
+                        format!(
+                            "a {} scenario does not run over {transport}; it runs over: {}",
+                            scenario.kind.as_str(),
+                            allowed
+                                .iter()
+                                .map(|t| t.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ));
+                }
+            }
+            let is_load = scenario.kind == ScenarioKind::UdpLoad;
+            for (field, given) in [
+                ("clients", !scenario.clients.is_empty()),
+                ("server_threads", !scenario.server_threads.is_empty()),
+                ("duration", scenario.duration.is_some()),
+            ] {
+                if is_load && !given {
+                    out.push((
+                        at(field),
+                        format!(
+                            "a udp-load scenario needs `{field}`, e.g. {}",
+                            example(field)
+                        ),
+                    ));
+                }
+                if !is_load && given {
+                    out.push((
+                        at(field),
+                        format!(
+                            "`{field}` applies only to udp-load scenarios; remove it or change kind `{}`",
+                            scenario.kind.as_str()
+                        ),
+                    ));
+                }
+            }
+            check_thread_counts(&scenario.clients, at("clients"), &mut out);
+            check_thread_counts(&scenario.server_threads, at("server_threads"), &mut out);
+            if let Some(why) = scenario.duration.as_ref().and_then(|d| d.invalid()) {
+                out.push((at("duration"), why.into()));
+            }
+            match (scenario.kind == ScenarioKind::Logging, scenario.sinks.is_empty()) {
+                (true, true) => out.push((
+                    at("sinks"),
+                    "a logging scenario lists its sinks: buffered, write-per-line, tracing-blocking, tracing-non-blocking".into(),
+                )),
+                (false, false) => out.push((
+                    at("sinks"),
                     format!(
-                        "udp loses and limits datagrams; {} scenarios run over shm, local or tcp",
+                        "sinks apply only to logging scenarios; remove them or change kind `{}`",
                         scenario.kind.as_str()
                     ),
-                ));
+                )),
+                _ => {}
+            }
+            let mut sinks = HashSet::new();
+            for (j, sink) in scenario.sinks.iter().enumerate() {
+                if !sinks.insert(*sink) {
+                    let mut path = at("sinks");
+                    path.push(Segment::Index(j));
+                    out.push((path, format!("`{sink}` is listed twice")));
+                }
             }
             let mut codecs = HashSet::new();
             for (j, codec) in scenario.codecs.iter().enumerate() {
@@ -248,12 +345,7 @@ impl Spec {
                     "list at least one payload size, e.g. [200B]".into(),
                 ));
             }
-            check_payloads(
-                &scenario.payloads,
-                &scenario.transports,
-                at("payloads"),
-                &mut out,
-            );
+            check_payloads(&scenario.payloads, scenario, at("payloads"), &mut out);
             if let Some(why) = scenario.iterations.invalid() {
                 out.push((at("iterations"), why.into()));
             }
@@ -271,13 +363,46 @@ impl Spec {
     }
 }
 
-/// Refuses payload lists that cannot work: repeats, and UDP payloads over one datagram.
+/// The smallest payload of kinds that stamp each message with who sent it and when.
+const MIN_STAMPED_PAYLOAD: u64 = 16;
+/// The longest log line a `logging` cell writes.
+const MAX_LOG_LINE: u64 = 64 * 1024;
+/// The most threads a side of a `udp-load` cell may start.
+const MAX_THREADS: u32 = 256;
+
+fn example(field: &str) -> &'static str {
+    match field {
+        "clients" => "[1, 4, 16]",
+        "server_threads" => "[1, 4, 16]",
+        _ => "5s",
+    }
+}
+
+fn check_thread_counts(counts: &[u32], at: Vec<Segment>, out: &mut Vec<(Vec<Segment>, String)>) {
+    let mut seen = HashSet::new();
+    for (j, &count) in counts.iter().enumerate() {
+        let mut path = at.clone();
+        path.push(Segment::Index(j));
+        if count == 0 || count > MAX_THREADS {
+            out.push((
+                path,
+                format!("{count} threads: give a number from 1 to {MAX_THREADS}"),
+            ));
+        } else if !seen.insert(count) {
+            out.push((path, format!("{count} is listed twice")));
+        }
+    }
+}
+
+/// Refuses payload lists that cannot work: repeats, UDP payloads over one datagram, and
+/// sizes a kind cannot carry.
 fn check_payloads(
     payloads: &[ByteSize],
-    transports: &[TransportKind],
+    scenario: &Scenario,
     at: Vec<Segment>,
     out: &mut Vec<(Vec<Segment>, String)>,
 ) {
+    let transports = &scenario.transports;
     let mut seen = HashSet::new();
     for (j, payload) in payloads.iter().enumerate() {
         let mut path = at.clone();
@@ -288,6 +413,23 @@ fn check_payloads(
         }
         if !seen.insert(payload.bytes()) {
             out.push((path.clone(), format!("{payload} is listed twice")));
+        }
+        let bytes = payload.bytes();
+        match scenario.kind {
+            ScenarioKind::UdpLoad | ScenarioKind::Logging if bytes < MIN_STAMPED_PAYLOAD => {
+                out.push((
+                    path.clone(),
+                    format!(
+                        "{payload} is too small: a {} message carries a {MIN_STAMPED_PAYLOAD}-byte stamp",
+                        scenario.kind.as_str()
+                    ),
+                ))
+            }
+            ScenarioKind::Logging if bytes > MAX_LOG_LINE => out.push((
+                path.clone(),
+                format!("{payload} is not a log line; give at most 64KiB"),
+            )),
+            _ => {}
         }
         if transports.contains(&TransportKind::Udp) && payload.bytes() > UDP_MAX_PAYLOAD {
             out.push((

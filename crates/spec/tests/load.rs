@@ -159,7 +159,7 @@ fn codec_scenarios_are_checked() {
     let message = errors(&text).to_string();
     for wanted in [
         "scenarios[0].codecs: a codec scenario lists its codecs: capnp, prost",
-        "scenarios[0].transports: udp loses and limits datagrams",
+        "scenarios[0].transports[1]: a codec scenario does not run over udp; it runs over: shm, local, tcp",
         "scenarios[1].codecs: codecs apply only to codec, fan-out and fan-in scenarios",
     ] {
         assert!(
@@ -181,4 +181,58 @@ fn codec_scenarios_are_checked() {
         .map(|c| c.id)
         .collect();
     assert_eq!(ids, ["ser::capnp::tcp::64KiB", "ser::prost::tcp::64KiB"]);
+}
+
+#[test]
+fn load_and_logging_scenarios_are_checked() {
+    let text = GOOD.replace(
+        "scenarios:\n  - name: echo",
+        "scenarios:\n  - { name: grid, kind: udp-load, transports: [udp, tcp], server_threads: [0, 4, 4], payloads: [8B, 70000B], iterations: 5, timeout: 2s }\n  - { name: log, kind: logging, transports: [file], clients: [1], payloads: [64B], iterations: 5, timeout: 1s }\n  - { name: rpc, kind: rpc, transports: [shm], sinks: [buffered], payloads: [200B], iterations: 5, timeout: 1s }\n  - name: echo",
+    );
+    let message = errors(&text).to_string();
+    for wanted in [
+        "scenarios[0].transports[1]: a udp-load scenario does not run over tcp; it runs over: udp",
+        "scenarios[0].clients: a udp-load scenario needs `clients`, e.g. [1, 4, 16]",
+        "scenarios[0].duration: a udp-load scenario needs `duration`",
+        "scenarios[0].server_threads[0]: 0 threads: give a number from 1 to 256",
+        "scenarios[0].server_threads[2]: 4 is listed twice",
+        "scenarios[0].payloads[0]: 8B is too small: a udp-load message carries a 16-byte stamp",
+        "scenarios[0].payloads[1]: 70000B (70000 B) does not fit one UDP datagram",
+        "scenarios[1].sinks: a logging scenario lists its sinks",
+        "scenarios[1].clients: `clients` applies only to udp-load scenarios",
+        "scenarios[2].transports[0]: a rpc scenario does not run over shm; it runs over: local, tcp",
+        "scenarios[2].sinks: sinks apply only to logging scenarios",
+    ] {
+        assert!(
+            message.contains(wanted),
+            "missing `{wanted}` in:\n{message}"
+        );
+    }
+
+    let good = GOOD
+        .replace(
+            "scenarios:\n  - name: echo",
+            "scenarios:\n  - { name: grid, kind: udp-load, transports: [udp], clients: [1, 4], server_threads: [2], duration: 1s, payloads: [128B], iterations: 5, timeout: 2s }\n  - { name: log, kind: logging, transports: [file], sinks: [buffered, tracing-non-blocking], payloads: [64B], iterations: 5, timeout: 1s }\n  - name: echo",
+        )
+        .replace(
+            "scenarios:\n      echo:",
+            "scenarios:\n      grid: { clients: [16], duration: 300ms }\n      echo:",
+        );
+    let spec = Spec::parse(&good, Path::new("m.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    let cells = spec.cells("quick").unwrap();
+    let ids: Vec<&str> = cells
+        .iter()
+        .filter(|c| c.load.is_some() || c.sink.is_some())
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "grid::c16-s2::udp::128B",
+            "log::buffered::file::64B",
+            "log::tracing-non-blocking::file::64B"
+        ]
+    );
+    let load = cells[0].load.expect("a load cell");
+    assert_eq!(load.duration, std::time::Duration::from_millis(300));
 }

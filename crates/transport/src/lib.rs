@@ -84,6 +84,14 @@ pub fn listen(
         TransportKind::Local => Box::new(local::LocalAcceptor::bind()?),
         TransportKind::Tcp => Box::new(tcp::TcpAcceptor::bind()?),
         TransportKind::Udp => Box::new(udp::UdpAcceptor::bind()?),
+        TransportKind::File => {
+            return Err(TransportError::io("opening a channel")(
+                std::io::Error::new(
+                    std::io::ErrorKind::Unsupported,
+                    "`file` is where logging cells write, not a channel between processes",
+                ),
+            ))
+        }
     })
 }
 
