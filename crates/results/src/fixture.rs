@@ -75,6 +75,8 @@ pub fn passed(cell: &Cell, environment: &Environment, samples_ns: Vec<u64>) -> C
             mean,
             stdev: variance.sqrt(),
         }),
+        load: None,
+        logging: None,
         round_trips_per_sec: Some(samples_ns.len() as f64 / seconds),
         throughput: Some(Throughput {
             mb_per_s: bytes / seconds / 1e6,

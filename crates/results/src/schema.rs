@@ -46,8 +46,16 @@ pub struct CellResult {
     /// A delay the peer was told to add before each reply (`IPC_MATRIX_PEER_DELAY_US`);
     /// such a result measures a deliberately slowed peer.
     pub peer_delay_us: Option<u64>,
+    /// `udp-load` cells: what the clients sent and what came back.
+    #[serde(default)]
+    pub load: Option<LoadStats>,
+    /// `logging` cells: lines written and what they cost.
+    #[serde(default)]
+    pub logging: Option<LoggingStats>,
+    /// Round trips per second (logging cells: lines; udp-load cells: answered requests).
     pub round_trips_per_sec: Option<f64>,
-    /// Payload bytes moved per second, counting the request and the reply.
+    /// Payload bytes moved per second, counting the request and the reply (logging
+    /// cells: bytes written to the file).
     pub throughput: Option<Throughput>,
     /// Wall time of the whole cell, peer start-up and checks included.
     pub wall_seconds: f64,
@@ -118,9 +126,48 @@ pub struct Placement {
     pub peer_cpu: Option<usize>,
 }
 
+impl Placement {
+    /// The CPUs chosen, both sides; empty when left to the scheduler.
+    pub fn cpus(&self) -> Vec<usize> {
+        self.measurer_cpu.into_iter().chain(self.peer_cpu).collect()
+    }
+}
+
 /// Percentiles of one codec's encode and decode times (measuring side), in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CodecStages {
     pub encode_ns: Option<LatencyStats>,
     pub decode_ns: Option<LatencyStats>,
+}
+
+/// The outcome of a `udp-load` cell, all clients together.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LoadStats {
+    /// Requests sent.
+    pub sent: u64,
+    /// Requests whose exact echo came back before their deadline.
+    pub answered: u64,
+    /// Requests given up at their deadline.
+    pub timeouts: u64,
+    /// Echoes that arrived after their request had been given up (and were ignored).
+    pub late_replies: u64,
+    /// answered / sent.
+    pub success_rate: f64,
+    /// Answered requests per second of sending.
+    pub transactions_per_sec: f64,
+    /// Datagrams the peer's threads received; with `sent` it tells where losses happened.
+    pub server_received: Option<u64>,
+}
+
+/// The outcome of a `logging` cell.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LoggingStats {
+    pub lines: u64,
+    /// Bytes of the file, all lines together.
+    pub bytes: u64,
+    /// From the first line until every line was in the file (flush, close, and for a
+    /// non-blocking writer the wait for its worker), per line.
+    pub ns_per_line: f64,
+    /// From returning from the last logging call until every line was in the file.
+    pub drain_ns: u64,
 }

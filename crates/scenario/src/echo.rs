@@ -3,6 +3,7 @@
 use crate::codec_work::{CodecWork, FRAME_SLACK};
 use crate::fan;
 use crate::fault::Fault;
+use crate::logging;
 use crate::measure::Recorder;
 use crate::payload::Payload;
 use crate::peer::{PeerConfig, PeerDelay, PeerRole};
@@ -12,8 +13,8 @@ use crate::probe::core_to_core_ns;
 use crate::spawn::{describe, PeerProcess};
 use crate::verify::compare;
 use ipc_matrix_results::{
-    CellResult, CodecStages, Environment, Failure, FailureKind, Outcome, Placement, Throughput,
-    RESULT_SCHEMA_VERSION,
+    CellResult, CodecStages, Environment, Failure, FailureKind, LoadStats, LoggingStats, Outcome,
+    Placement, Throughput, RESULT_SCHEMA_VERSION,
 };
 use ipc_matrix_spec::{Cell, ScenarioKind};
 use ipc_matrix_transport::{listen, Channel, ListenOptions, TransportError};
@@ -70,6 +71,8 @@ pub(crate) struct Tally {
     pub(crate) codec_stages: Option<CodecStages>,
     pub(crate) measured_time: Duration,
     pub(crate) lost: u64,
+    pub(crate) load: Option<LoadStats>,
+    pub(crate) logging: Option<LoggingStats>,
 }
 
 /// Runs one cell to the end and describes what happened; never panics on a bad peer.
@@ -88,6 +91,9 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     let failure = match cell.kind {
         ScenarioKind::FanOut => fan::fan_out(cell, options, &mut tally),
         ScenarioKind::FanIn => fan::fan_in(cell, options, &mut tally),
+        ScenarioKind::Logging => {
+            logging::logging(cell, &placement.cpus(), options.fault, &mut tally)
+        }
         _ => echo(cell, options, placement.peer_cpu, &mut tally),
     }
     .err();
@@ -99,7 +105,19 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     let measured = recorder.count();
     let seconds = tally.measured_time.as_secs_f64();
     let per_second = |n: f64| (seconds > 0.0).then(|| n / seconds);
-    let moved_bytes = 2.0 * cell.payload_bytes as f64 * measured as f64;
+    // Operations per second: round trips; lines for a logging cell; answered requests
+    // for a load cell (whose time is the sending time of all clients together).
+    let (operations, moved_bytes) = match (&tally.logging, &tally.load) {
+        (Some(logging), _) => (logging.lines as f64, logging.bytes as f64),
+        (None, Some(load)) => (
+            load.answered as f64,
+            2.0 * cell.payload_bytes as f64 * load.answered as f64,
+        ),
+        (None, None) => (
+            measured as f64,
+            2.0 * cell.payload_bytes as f64 * measured as f64,
+        ),
+    };
     CellResult {
         schema_version: RESULT_SCHEMA_VERSION,
         leg: environment.leg(),
@@ -119,7 +137,9 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         core_to_core_after_ns: probe_after,
         cpu_pressure,
         peer_delay_us: options.peer_delay_for(cell).map(|d| d.as_micros() as u64),
-        round_trips_per_sec: per_second(measured as f64),
+        load: tally.load,
+        logging: tally.logging,
+        round_trips_per_sec: per_second(operations),
         throughput: per_second(moved_bytes).map(|bytes| Throughput {
             mb_per_s: bytes / 1e6,
             mbit_per_s: bytes * 8.0 / 1e6,

@@ -6,6 +6,7 @@ mod codec_work;
 mod echo;
 mod fan;
 mod fault;
+mod logging;
 mod measure;
 mod payload;
 mod peer;

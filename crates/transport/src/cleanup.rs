@@ -33,6 +33,30 @@ pub fn private_temp_dir() -> io::Result<PathBuf> {
     Ok(dir)
 }
 
+/// A [`private_temp_dir`] removed with everything in it when dropped (a crash leaves it to
+/// [`remove_stale_artifacts`]).
+pub struct PrivateDir {
+    path: PathBuf,
+}
+
+impl PrivateDir {
+    pub fn create() -> io::Result<Self> {
+        Ok(Self {
+            path: private_temp_dir()?,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
 /// What [`remove_stale_artifacts`] removed, for the user to see.
 #[derive(Debug, Default)]
 pub struct Removed {

@@ -13,7 +13,7 @@ mod shm;
 mod tcp;
 mod udp;
 
-pub use cleanup::remove_stale_artifacts;
+pub use cleanup::{remove_stale_artifacts, PrivateDir, ARTIFACT_PREFIX};
 pub use error::TransportError;
 pub use ipc_matrix_spec::{TransportKind, WakeMode};
 pub use platform::{allowed_cpus, die_with_parent, process_alive, set_thread_cpus};

@@ -1,0 +1,317 @@
+//! The logging scenario (seed 002): the same short non-ASCII line, numbered, written
+//! `iterations` times to a file in a private directory, one way per cell (`LogSink`).
+//! Time is taken per batch of lines; afterwards the file is read back and must equal,
+//! byte for byte, what was logged: nothing lost, nothing reordered, nothing added.
+
+use crate::echo::{setup_failure, Tally};
+use crate::fault::{Fault, FaultKind};
+use ipc_matrix_results::{Failure, FailureKind, LoggingStats};
+use ipc_matrix_spec::{Cell, LogSink};
+use ipc_matrix_transport::{allowed_cpus, set_thread_cpus, PrivateDir};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Lines per timed batch: one clock read per batch keeps the clock out of the cost of a
+/// line (a buffered line costs tens of nanoseconds, about as much as reading the clock).
+const BATCH: u64 = 1000;
+/// The text every line repeats after its number: Korean, Chinese and symbols, as in the
+/// seed's UTF-8 log line.
+const PHRASE: &str = "측정 완료 — 온도 23.5°C, 압력 1013 hPa, 状态正常 ✓ ";
+/// Width of the line number at the start of every line.
+const NUMBER_WIDTH: usize = 7;
+
+/// All lines of a cell, one after another, each exactly `line_bytes` long with its '\n'.
+pub struct LogLines {
+    text: String,
+    line_bytes: usize,
+}
+
+impl LogLines {
+    pub fn new(count: u64, line_bytes: usize) -> Self {
+        let mut text = String::with_capacity(count as usize * line_bytes);
+        for index in 0..count {
+            let start = text.len();
+            text.push_str(&format!("{index:0NUMBER_WIDTH$} "));
+            // Whole characters of the phrase while they fit, then ASCII padding, so every
+            // line is valid UTF-8 of exactly the same length.
+            for c in PHRASE.chars().cycle() {
+                if text.len() - start + c.len_utf8() > line_bytes - 1 {
+                    break;
+                }
+                text.push(c);
+            }
+            while text.len() - start < line_bytes - 1 {
+                text.push('.');
+            }
+            text.push('\n');
+        }
+        Self { text, line_bytes }
+    }
+
+    /// Line `index` without its '\n'.
+    pub fn line(&self, index: u64) -> &str {
+        let start = index as usize * self.line_bytes;
+        &self.text[start..start + self.line_bytes - 1]
+    }
+
+    /// Line `index` with its '\n'.
+    fn line_with_newline(&self, index: u64) -> &[u8] {
+        let start = index as usize * self.line_bytes;
+        &self.text.as_bytes()[start..start + self.line_bytes]
+    }
+
+    pub fn count(&self) -> u64 {
+        (self.text.len() / self.line_bytes) as u64
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        self.text.as_bytes()
+    }
+
+    /// Why `file` is not exactly these lines, naming the first line that differs.
+    pub fn difference(&self, file: &[u8]) -> Option<String> {
+        let expected = self.bytes();
+        if file == expected {
+            return None;
+        }
+        let first = expected
+            .iter()
+            .zip(file)
+            .position(|(a, b)| a != b)
+            .unwrap_or(expected.len().min(file.len()));
+        let line = first / self.line_bytes;
+        let shown = |bytes: &[u8]| {
+            let start = line * self.line_bytes;
+            let end = (start + self.line_bytes).min(bytes.len());
+            String::from_utf8_lossy(bytes.get(start..end).unwrap_or_default())
+                .trim_end()
+                .to_string()
+        };
+        Some(format!(
+            "the file holds {} bytes ({} whole lines), {} were logged ({} lines); \
+             first difference at byte {first}, line {line}: expected {:?}, found {:?}",
+            file.len(),
+            file.len() / self.line_bytes,
+            expected.len(),
+            self.count(),
+            shown(expected),
+            shown(file),
+        ))
+    }
+}
+
+/// Runs a logging cell: writes, times, closes, reads back, compares.
+pub(crate) fn logging(
+    cell: &Cell,
+    helper_cpus: &[usize],
+    fault: Option<Fault>,
+    tally: &mut Tally,
+) -> Result<(), Failure> {
+    let sink = cell
+        .sink
+        .ok_or_else(|| setup_failure("a logging cell names its sink".into()))?;
+    let line_bytes = usize::try_from(cell.payload_bytes)
+        .map_err(|_| setup_failure("the line length does not fit in memory here".into()))?;
+    let lines = LogLines::new(cell.warmup + cell.iterations, line_bytes);
+    let dir = PrivateDir::create()
+        .map_err(|e| setup_failure(format!("creating a private directory: {e}")))?;
+    let file_name = "cell.log";
+    let path = dir.path().join(file_name);
+
+    let started = Instant::now();
+    let drain = match sink {
+        LogSink::Buffered => {
+            let file = create(&path)?;
+            write_lines(BufWriter::new(file), cell, &lines, tally)?
+        }
+        LogSink::WritePerLine => write_lines(create(&path)?, cell, &lines, tally)?,
+        LogSink::TracingBlocking => {
+            let appender = tracing_appender::rolling::never(dir.path(), file_name);
+            trace_lines(appender, cell, &lines, tally, || ())?
+        }
+        LogSink::TracingNonBlocking => {
+            let appender = tracing_appender::rolling::never(dir.path(), file_name);
+            // The worker thread inherits the CPUs of the thread that starts it: let it
+            // run beside this one rather than on the one CPU this thread is pinned to.
+            let own = allowed_cpus();
+            let _ = set_thread_cpus(helper_cpus);
+            let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+                .lossy(false)
+                .thread_name("ipc-matrix-log-worker")
+                .finish(appender);
+            let _ = set_thread_cpus(&own);
+            // Dropping the guard is the appender's shutdown: it waits for the worker.
+            trace_lines(writer, cell, &lines, tally, move || drop(guard))?
+        }
+    };
+    let total = started.elapsed();
+    tally.measured_time = total;
+
+    let mut written = std::fs::read(&path).map_err(|e| Failure {
+        kind: FailureKind::PeerGone,
+        round_trip: None,
+        reason: format!("reading the log back from {}: {e}", path.display()),
+    })?;
+    if let Some(fault) = fault {
+        damage(&mut written, fault, line_bytes);
+    }
+    if let Some(difference) = lines.difference(&written) {
+        let shutdown = match sink {
+            LogSink::TracingNonBlocking => {
+                " (read right after the non-blocking writer's guard was dropped, which is its shutdown)"
+            }
+            _ => "",
+        };
+        return Err(Failure {
+            kind: FailureKind::Mismatch,
+            round_trip: None,
+            reason: format!("{sink}: {difference}{shutdown}"),
+        });
+    }
+    tally.logging = Some(LoggingStats {
+        lines: lines.count(),
+        bytes: written.len() as u64,
+        ns_per_line: total.as_nanos() as f64 / lines.count().max(1) as f64,
+        drain_ns: drain.as_nanos() as u64,
+    });
+    Ok(())
+}
+
+/// The harness's own test of the read-back check: what a lossy or reordering writer
+/// would leave. `truncate` loses line `at`; `flip-byte` swaps it with the next line.
+fn damage(file: &mut Vec<u8>, fault: Fault, line_bytes: usize) {
+    let start = fault.at as usize * line_bytes;
+    if file.len() < start + 2 * line_bytes {
+        return;
+    }
+    match fault.kind {
+        FaultKind::FlipByte => {
+            let (first, second) = file[start..start + 2 * line_bytes].split_at_mut(line_bytes);
+            first.swap_with_slice(second);
+        }
+        _ => {
+            file.drain(start..start + line_bytes);
+        }
+    }
+}
+
+fn create(path: &Path) -> Result<File, Failure> {
+    File::create(path).map_err(|e| setup_failure(format!("creating {}: {e}", path.display())))
+}
+
+/// Writes every line with `write_all` (unbuffered `File`: one write(2) per line), then
+/// flushes and closes; returns how long that took after the last line.
+fn write_lines(
+    mut out: impl Write,
+    cell: &Cell,
+    lines: &LogLines,
+    tally: &mut Tally,
+) -> Result<Duration, Failure> {
+    let failed = |index: u64, e: std::io::Error| Failure {
+        kind: FailureKind::PeerGone,
+        round_trip: Some(index),
+        reason: format!("line {index}: writing to the log file: {e}"),
+    };
+    timed_batches(cell, lines.count(), tally, |index| {
+        out.write_all(lines.line_with_newline(index))
+            .map_err(|e| failed(index, e))
+    })?;
+    let closing = Instant::now();
+    out.flush().map_err(|e| failed(lines.count(), e))?;
+    drop(out);
+    Ok(closing.elapsed())
+}
+
+/// Logs every line as a `tracing` event through a formatter that prints the message
+/// alone, so the file can be compared with the lines; `shutdown` ends the writer.
+fn trace_lines<W>(
+    writer: W,
+    cell: &Cell,
+    lines: &LogLines,
+    tally: &mut Tally,
+    shutdown: impl FnOnce(),
+) -> Result<Duration, Failure>
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(writer)
+        .without_time()
+        .with_level(false)
+        .with_target(false)
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        timed_batches(cell, lines.count(), tally, |index| {
+            tracing::info!("{}", lines.line(index));
+            Ok(())
+        })
+    })?;
+    // The subscriber (and with it the writer) is gone once `with_default` returns.
+    let closing = Instant::now();
+    shutdown();
+    Ok(closing.elapsed())
+}
+
+/// Calls `write_line` for lines 0..count; records the mean time per line of every batch
+/// after the warm-up lines.
+fn timed_batches(
+    cell: &Cell,
+    count: u64,
+    tally: &mut Tally,
+    mut write_line: impl FnMut(u64) -> Result<(), Failure>,
+) -> Result<(), Failure> {
+    let mut index = 0;
+    while index < count {
+        let end = (index + BATCH).min(count);
+        let started = Instant::now();
+        for line in index..end {
+            write_line(line)?;
+        }
+        let elapsed = started.elapsed();
+        if index >= cell.warmup {
+            tally.recorder.record(elapsed / (end - index) as u32);
+        }
+        if index == 0 {
+            tally.first_round_trip = Some(elapsed / (end - index) as u32);
+        }
+        index = end;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_numbered_utf8_of_one_length() {
+        let lines = LogLines::new(3, 64);
+        assert_eq!(lines.count(), 3);
+        assert_eq!(lines.bytes().len(), 192);
+        assert!(
+            lines.line(2).starts_with("0000002 측정"),
+            "{}",
+            lines.line(2)
+        );
+        assert!(!lines.line(0).is_ascii());
+        assert!(std::str::from_utf8(lines.bytes()).is_ok());
+        assert!(lines.bytes().ends_with(b"\n"));
+    }
+
+    #[test]
+    fn a_missing_or_swapped_line_is_named() {
+        let lines = LogLines::new(4, 40);
+        assert_eq!(lines.difference(lines.bytes()), None);
+        let short = &lines.bytes()[..120];
+        let why = lines.difference(short).expect("a short file differs");
+        assert!(why.contains("3 whole lines"), "{why}");
+        assert!(why.contains("line 3"), "{why}");
+        let mut swapped = lines.bytes().to_vec();
+        swapped[40..80].copy_from_slice(&lines.bytes()[80..120]);
+        swapped[80..120].copy_from_slice(&lines.bytes()[40..80]);
+        let why = lines.difference(&swapped).expect("swapped lines differ");
+        assert!(why.contains("line 1"), "{why}");
+    }
+}
