@@ -9,7 +9,8 @@ use ipc_matrix::{default_out_dir, exit_code, run_and_store, Stored};
 use ipc_matrix_results::{Failure, FailureKind};
 use ipc_matrix_scenario::{run_cell, Fault, FaultKind, RunOptions};
 use ipc_matrix_spec::{
-    Cell, CodecKind, ScenarioKind, Spec, TransportKind, WakeMode, CELL_GROUP_FAULT,
+    Cell, CodecKind, LoadShape, LogSink, ScenarioKind, Spec, TransportKind, WakeMode,
+    CELL_GROUP_FAULT,
 };
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::{Path, PathBuf};
@@ -135,7 +136,93 @@ fn fault_trials() -> Vec<Trial> {
         cell.id = name.clone();
         trials.push(Trial::test(name, move || check_fan_out_fault(&cell, kind)));
     }
+    // A UDP echo server under load that garbles, cuts, stops answering or dies.
+    for kind in [
+        FaultKind::FlipByte,
+        FaultKind::Truncate,
+        FaultKind::Stall,
+        FaultKind::Exit,
+    ] {
+        let mut cell = fault_cell(TransportKind::Udp, None);
+        cell.kind = ScenarioKind::UdpLoad;
+        cell.load = Some(LoadShape {
+            clients: 1,
+            server_threads: 2,
+            duration: Duration::from_millis(800),
+        });
+        cell.timeout = Duration::from_millis(300);
+        let name = format!("{CELL_GROUP_FAULT}::udp-load::{}", kind.as_str());
+        cell.id = name.clone();
+        trials.push(Trial::test(name, move || check_load_fault(&cell, kind)));
+    }
+    // A log file that lost a line or holds two lines swapped (damaged after the writer
+    // closed it): the read-back check must name the line.
+    for sink in [LogSink::Buffered, LogSink::TracingNonBlocking] {
+        for kind in [FaultKind::Truncate, FaultKind::FlipByte] {
+            let mut cell = fault_cell(TransportKind::File, None);
+            cell.kind = ScenarioKind::Logging;
+            cell.sink = Some(sink);
+            cell.payload_bytes = 64;
+            cell.iterations = 50;
+            cell.warmup = 0;
+            let name = format!("{CELL_GROUP_FAULT}::logging-{sink}::{}", kind.as_str());
+            cell.id = name.clone();
+            trials.push(Trial::test(name, move || check_logging_fault(&cell, kind)));
+        }
+    }
     trials
+}
+
+fn check_load_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {
+    let failure = failure_under_fault(cell, kind)?;
+    let (expected, at, detail) = match kind {
+        FaultKind::FlipByte => (
+            FailureKind::Mismatch,
+            Some(FAULT_AT),
+            "client 0, request 4: first difference at byte offset 100",
+        ),
+        FaultKind::Truncate => (
+            FailureKind::Length,
+            Some(FAULT_AT),
+            "client 0, request 4: reply is 199 bytes, expected 200",
+        ),
+        FaultKind::Stall => (FailureKind::Timeout, None, "timed out after 300ms"),
+        // The echo of request 4 never comes; sending request 5 learns that nothing
+        // listens any more.
+        _ => (
+            FailureKind::PeerGone,
+            Some(FAULT_AT + 1),
+            "the peer exited (exit status 3)",
+        ),
+    };
+    if failure.kind != expected || failure.round_trip != at || !failure.reason.contains(detail) {
+        return Err(format!(
+            "expected {expected:?} at {at:?} saying `{detail}`, got {:?} at {:?}: {}",
+            failure.kind, failure.round_trip, failure.reason
+        )
+        .into());
+    }
+    println!("{}: failed as expected: {}", cell.id, failure.reason);
+    Ok(())
+}
+
+fn check_logging_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {
+    let failure = failure_under_fault(cell, kind)?;
+    let detail = match kind {
+        FaultKind::Truncate => {
+            "(49 whole lines), 3200 were logged (50 lines); first difference at byte 262, line 4"
+        }
+        _ => "first difference at byte 262, line 4: expected \"0000004 ",
+    };
+    if failure.kind != FailureKind::Mismatch || !failure.reason.contains(detail) {
+        return Err(format!(
+            "expected a mismatch saying `{detail}`, got {:?}: {}",
+            failure.kind, failure.reason
+        )
+        .into());
+    }
+    println!("{}: failed as expected: {}", cell.id, failure.reason);
+    Ok(())
 }
 
 fn check_fan_out_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {
@@ -221,6 +308,8 @@ fn fault_cell(transport: TransportKind, wake: Option<WakeMode>) -> Cell {
         max_loss: 0.0,
         seed: 42,
         codec: None,
+        load: None,
+        sink: None,
         profile: "fault".into(),
     }
 }

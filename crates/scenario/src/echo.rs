@@ -11,6 +11,7 @@ use crate::placement::{self, PinnedThread};
 use crate::pressure::PressureMeter;
 use crate::probe::core_to_core_ns;
 use crate::spawn::{describe, PeerProcess};
+use crate::udp_load;
 use crate::verify::compare;
 use ipc_matrix_results::{
     CellResult, CodecStages, Environment, Failure, FailureKind, LoadStats, LoggingStats, Outcome,
@@ -47,7 +48,7 @@ impl RunOptions {
         })
     }
 
-    fn peer_delay_for(&self, cell: &Cell) -> Option<Duration> {
+    pub(crate) fn peer_delay_for(&self, cell: &Cell) -> Option<Duration> {
         let delay = self.peer_delay.as_ref()?;
         delay.applies_to(&cell.id).then_some(delay.per_reply)
     }
@@ -79,7 +80,11 @@ pub(crate) struct Tally {
 pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     let started = Instant::now();
     let environment = Environment::capture();
-    let mut placement = placement::choose();
+    // A load cell runs many threads on each side: it uses the machine as it is.
+    let mut placement = match cell.kind {
+        ScenarioKind::UdpLoad => Placement::default(),
+        _ => placement::choose(),
+    };
     let pinned = PinnedThread::pin(placement.measurer_cpu);
     if pinned.is_err() {
         placement = Placement::default();
@@ -91,6 +96,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     let failure = match cell.kind {
         ScenarioKind::FanOut => fan::fan_out(cell, options, &mut tally),
         ScenarioKind::FanIn => fan::fan_in(cell, options, &mut tally),
+        ScenarioKind::UdpLoad => udp_load::udp_load(cell, options, &mut tally),
         ScenarioKind::Logging => {
             logging::logging(cell, &placement.cpus(), options.fault, &mut tally)
         }

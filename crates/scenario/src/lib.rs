@@ -14,6 +14,7 @@ mod placement;
 mod pressure;
 mod probe;
 mod spawn;
+mod udp_load;
 mod verify;
 
 pub use echo::{run_cell, RunOptions};

@@ -90,6 +90,9 @@ pub enum PeerRole {
         source: u32,
         frames: u64,
     },
+    /// UDP under load: echoes datagrams with `threads` receiving threads; the channel
+    /// it connects is the control channel.
+    UdpServer { threads: u32 },
 }
 
 /// An acknowledgement: the frame's sequence number and its one-way latency (ns), LE.
@@ -149,6 +152,16 @@ fn serve(config: PeerConfig) -> Result<(), String> {
         connect(&config.address, Instant::now() + idle).map_err(|e| format!("connecting: {e}"))?;
     match (config.role, config.codec) {
         (PeerRole::Echo, _) => {}
+        (PeerRole::UdpServer { threads }, _) => {
+            return crate::udp_load::serve(
+                channel.as_mut(),
+                threads,
+                config.limit,
+                idle,
+                config.fault,
+                config.delay,
+            )
+        }
         (PeerRole::Subscriber { seed, payload }, Some(codec)) => {
             return subscribe(channel.as_mut(), &config, codec, seed, payload)
         }

@@ -1,0 +1,536 @@
+//! UDP under load (seed 004): client threads, each with its own socket, send a request and
+//! wait for its echo (or its deadline) before the next, for the cell's duration; the peer
+//! process receives on one socket with several threads and echoes every datagram.
+//!
+//! Every request starts with a 16-byte stamp (client, request number, a check word) and
+//! the rest is the seeded payload; the echo must equal the request byte for byte. An echo
+//! that arrives after its request was given up is recognised by its stamp and counted as
+//! late. Losses count against `max_loss`; a wrong byte fails the cell at once.
+//!
+//! The peer and the clients are not pinned: a load test uses the machine as it is.
+
+use crate::echo::{peer_epilogue, setup_failure, RunOptions, Tally};
+use crate::fault::{Fault, FaultKind};
+use crate::measure::Recorder;
+use crate::payload::pseudo_random_bytes;
+use crate::peer::{PeerConfig, PeerRole};
+use crate::spawn::PeerProcess;
+use crate::verify::compare;
+use ipc_matrix_results::{Failure, FailureKind, LoadStats};
+use ipc_matrix_spec::{Cell, LoadShape, TransportKind};
+use ipc_matrix_transport::{listen, Channel, ListenOptions};
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Client number, request number and a check word, little-endian, at the front of every
+/// request.
+const STAMP_BYTES: usize = 16;
+const STAMP_CHECK: u32 = 0x1bc0_4d0a;
+/// How often a waiting thread looks at the shared stop flag.
+const POLL: Duration = Duration::from_millis(50);
+
+/// One client's tally.
+#[derive(Default)]
+struct ClientTally {
+    sent: u64,
+    answered: u64,
+    timeouts: u64,
+    late: u64,
+    /// (nanoseconds since the measured window opened, round trip) of answered requests.
+    timed: Vec<(u64, Duration)>,
+}
+
+/// Runs a `udp-load` cell.
+pub(crate) fn udp_load(
+    cell: &Cell,
+    options: &RunOptions,
+    tally: &mut Tally,
+) -> Result<(), Failure> {
+    let shape = cell
+        .load
+        .ok_or_else(|| setup_failure(format!("{} has no load shape", cell.id)))?;
+    let len = cell.payload_bytes as usize;
+    let control = listen(
+        TransportKind::Local,
+        ListenOptions {
+            wake: None,
+            max_message: 64,
+        },
+    )
+    .map_err(|e| setup_failure(format!("opening the control channel: {e}")))?;
+    let worst_warmup = cell.timeout * (cell.warmup as u32 + 2);
+    let config = PeerConfig {
+        address: control.address(),
+        parent: std::process::id(),
+        limit: len,
+        idle_timeout: options.setup_timeout + shape.duration + worst_warmup,
+        fault: options.fault,
+        delay: options.peer_delay_for(cell),
+        cpu: None,
+        codec: None,
+        role: PeerRole::UdpServer {
+            threads: shape.server_threads,
+        },
+    };
+    let mut peer = PeerProcess::spawn(&options.peer_program, &config)
+        .map_err(|e| setup_failure(format!("starting the peer: {e}")))?;
+    let setup_deadline = Instant::now() + options.setup_timeout;
+    let mut channel = control.accept(peer.pid(), setup_deadline).map_err(|e| {
+        setup_failure(format!(
+            "connecting the peer's control channel: {e}{}",
+            peer_epilogue(&mut peer)
+        ))
+    })?;
+    let mut announced = Vec::new();
+    let server = channel
+        .recv(&mut announced, 64, setup_deadline)
+        .map_err(|e| e.to_string())
+        .and_then(|()| {
+            String::from_utf8_lossy(&announced)
+                .parse::<SocketAddr>()
+                .map_err(|e| format!("the peer announced {announced:?}, not an address: {e}"))
+        })
+        .map_err(|e| {
+            setup_failure(format!(
+                "learning the peer's UDP address: {e}{}",
+                peer_epilogue(&mut peer)
+            ))
+        })?;
+
+    let load = Load::new(cell, shape, server, options.setup_timeout);
+    let outcome = load.run();
+    let goodbye = stop_server(channel.as_mut(), &mut peer);
+    let (clients, elapsed) = outcome.map_err(|mut failure| {
+        failure.reason.push_str(&peer_epilogue(&mut peer));
+        failure
+    })?;
+
+    let mut timed: Vec<(u64, Duration)> = Vec::new();
+    let mut stats = LoadStats {
+        sent: 0,
+        answered: 0,
+        timeouts: 0,
+        late_replies: 0,
+        success_rate: 0.0,
+        transactions_per_sec: 0.0,
+        server_received: goodbye.as_ref().ok().copied(),
+    };
+    for client in clients {
+        stats.sent += client.sent;
+        stats.answered += client.answered;
+        stats.timeouts += client.timeouts;
+        stats.late_replies += client.late;
+        timed.extend(client.timed);
+    }
+    // In the order the requests were sent, so the samples read as a timeline.
+    timed.sort_unstable_by_key(|(at, _)| *at);
+    tally.recorder = Recorder::new();
+    for (_, round_trip) in timed {
+        tally.recorder.record(round_trip);
+    }
+    stats.success_rate = stats.answered as f64 / stats.sent.max(1) as f64;
+    stats.transactions_per_sec = stats.answered as f64 / elapsed.as_secs_f64();
+    tally.measured_time = elapsed;
+    tally.lost = stats.timeouts;
+    tally.load = Some(stats);
+
+    goodbye.map_err(|reason| Failure {
+        kind: FailureKind::Shutdown,
+        round_trip: None,
+        reason: format!("{reason}{}", peer_epilogue(&mut peer)),
+    })?;
+    let required = 1.0 - cell.max_loss;
+    if stats.answered == 0 || stats.success_rate < required {
+        return Err(Failure {
+            kind: FailureKind::Timeout,
+            round_trip: None,
+            reason: format!(
+                "{} of {} requests were answered ({:.1} %), {} timed out after {:?}; at least {:.1} % must be (max_loss {})",
+                stats.answered,
+                stats.sent,
+                stats.success_rate * 100.0,
+                stats.timeouts,
+                cell.timeout,
+                required * 100.0,
+                cell.max_loss
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Says goodbye on the control channel; the peer answers with the number of datagrams
+/// its threads received, then exits.
+fn stop_server(channel: &mut dyn Channel, peer: &mut PeerProcess) -> Result<u64, String> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    channel
+        .send(&[], deadline)
+        .map_err(|e| format!("the peer did not take its goodbye: {e}"))?;
+    let mut count = Vec::new();
+    channel
+        .recv(&mut count, 8, deadline)
+        .map_err(|e| format!("the peer did not report its count: {e}"))?;
+    let received = <[u8; 8]>::try_from(count.as_slice())
+        .map(u64::from_le_bytes)
+        .map_err(|_| format!("the peer reported {count:?}, not a count"))?;
+    match peer.wait_until(deadline) {
+        Some(status) if status.success() => Ok(received),
+        Some(status) => Err(format!(
+            "the peer stopped with {}",
+            crate::spawn::describe(status)
+        )),
+        None => Err("the peer still ran 5s after its goodbye".into()),
+    }
+}
+
+/// The client side of a load cell.
+struct Load<'a> {
+    cell: &'a Cell,
+    shape: LoadShape,
+    server: SocketAddr,
+    setup_timeout: Duration,
+    /// Set by the first client that fails, so the others stop.
+    abort: AtomicBool,
+    /// Clients done with their warm-up; the measured window opens when all are.
+    ready: AtomicUsize,
+    first_failure: Mutex<Option<Failure>>,
+}
+
+impl<'a> Load<'a> {
+    fn new(cell: &'a Cell, shape: LoadShape, server: SocketAddr, setup_timeout: Duration) -> Self {
+        Self {
+            cell,
+            shape,
+            server,
+            setup_timeout,
+            abort: AtomicBool::new(false),
+            ready: AtomicUsize::new(0),
+            first_failure: Mutex::new(None),
+        }
+    }
+
+    /// Runs every client to the end; their tallies and the length of the measured window.
+    fn run(&self) -> Result<(Vec<ClientTally>, Duration), Failure> {
+        let clients = self.shape.clients as usize;
+        let (tallies, elapsed) = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..clients)
+                .map(|client| scope.spawn(move || self.client(client as u32)))
+                .collect();
+            // The window opens when every client has warmed up (or one has failed).
+            let setup_deadline = Instant::now()
+                + self.setup_timeout
+                + self.cell.timeout * (self.cell.warmup as u32 + 1);
+            while self.ready.load(Ordering::Acquire) < clients
+                && !self.abort.load(Ordering::Acquire)
+                && Instant::now() < setup_deadline
+            {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            let opened = Instant::now();
+            let tallies: Vec<Option<ClientTally>> = handles
+                .into_iter()
+                .map(|h| h.join().ok().flatten())
+                .collect();
+            (tallies, opened.elapsed())
+        });
+        if let Some(failure) = self
+            .first_failure
+            .lock()
+            .map(|mut f| f.take())
+            .unwrap_or(None)
+        {
+            return Err(failure);
+        }
+        let tallies: Option<Vec<ClientTally>> = tallies.into_iter().collect();
+        let tallies = tallies.ok_or_else(|| Failure {
+            kind: FailureKind::Setup,
+            round_trip: None,
+            reason: "a client thread panicked".into(),
+        })?;
+        Ok((tallies, elapsed))
+    }
+
+    fn fail(&self, failure: Failure) -> Option<ClientTally> {
+        self.abort.store(true, Ordering::Release);
+        if let Ok(mut first) = self.first_failure.lock() {
+            first.get_or_insert(failure);
+        }
+        None
+    }
+
+    /// One client: warm-up, wait for the others, then requests until the window closes.
+    fn client(&self, client: u32) -> Option<ClientTally> {
+        let cell = self.cell;
+        let failure = |request: u64, kind: FailureKind, what: String| Failure {
+            kind,
+            round_trip: Some(request),
+            reason: format!("client {client}, request {request}: {what}"),
+        };
+        let socket = match open_client_socket(self.server) {
+            Ok(socket) => socket,
+            Err(e) => {
+                return self.fail(setup_failure(format!(
+                    "client {client}: opening its socket: {e}"
+                )))
+            }
+        };
+        let mut request =
+            pseudo_random_bytes(cell.seed ^ u64::from(client), cell.payload_bytes as usize);
+        let mut reply = vec![0u8; request.len() + 1];
+        let mut tally = ClientTally::default();
+        let mut window: Option<(Instant, Instant)> = None;
+        for index in 0u64.. {
+            if self.abort.load(Ordering::Acquire) {
+                return None;
+            }
+            if index == cell.warmup {
+                self.ready.fetch_add(1, Ordering::AcqRel);
+                while self.ready.load(Ordering::Acquire) < self.shape.clients as usize {
+                    if self.abort.load(Ordering::Acquire) {
+                        return None;
+                    }
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                let opened = Instant::now();
+                window = Some((opened, opened + self.shape.duration));
+            }
+            let measured = window.is_some();
+            if let Some((_, closes)) = window {
+                if Instant::now() >= closes || index - cell.warmup >= cell.iterations {
+                    return Some(tally);
+                }
+            }
+            stamp(&mut request, client, index);
+            let started = Instant::now();
+            if let Err(e) = socket.send(&request) {
+                let kind = gone_or_io(&e);
+                return self.fail(failure(index, kind, format!("sending: {e}")));
+            }
+            if measured {
+                tally.sent += 1;
+            }
+            let deadline = started + cell.timeout;
+            let answered = loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break false;
+                }
+                let _ = socket.set_read_timeout(Some(left.min(POLL)));
+                match socket.recv(&mut reply) {
+                    Ok(n) => match stamp_of(&reply[..n]) {
+                        Some((c, i)) if c == client && i < index => {
+                            if measured {
+                                tally.late += 1;
+                            }
+                        }
+                        _ => {
+                            if let Err(mismatch) = compare(&request, &reply[..n]) {
+                                let kind = if mismatch.is_length() {
+                                    FailureKind::Length
+                                } else {
+                                    FailureKind::Mismatch
+                                };
+                                return self.fail(failure(index, kind, mismatch.to_string()));
+                            }
+                            break true;
+                        }
+                    },
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock
+                                | io::ErrorKind::TimedOut
+                                | io::ErrorKind::Interrupted
+                        ) =>
+                    {
+                        if self.abort.load(Ordering::Acquire) {
+                            return None;
+                        }
+                    }
+                    Err(e) => {
+                        let kind = gone_or_io(&e);
+                        return self.fail(failure(
+                            index,
+                            kind,
+                            format!("waiting for the echo: {e}"),
+                        ));
+                    }
+                }
+            };
+            let round_trip = started.elapsed();
+            match (measured, answered, window) {
+                (true, true, Some((opened, _))) => {
+                    tally.answered += 1;
+                    let at = started.saturating_duration_since(opened).as_nanos() as u64;
+                    tally.timed.push((at, round_trip));
+                }
+                (true, false, _) => tally.timeouts += 1,
+                _ => {}
+            }
+        }
+        Some(tally)
+    }
+}
+
+fn gone_or_io(e: &io::Error) -> FailureKind {
+    if e.kind() == io::ErrorKind::ConnectionRefused {
+        FailureKind::PeerGone
+    } else {
+        FailureKind::Protocol
+    }
+}
+
+fn open_client_socket(server: SocketAddr) -> io::Result<UdpSocket> {
+    let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))?;
+    socket.connect(server)?;
+    Ok(socket)
+}
+
+fn stamp(request: &mut [u8], client: u32, index: u64) {
+    request[..4].copy_from_slice(&client.to_le_bytes());
+    request[4..12].copy_from_slice(&index.to_le_bytes());
+    request[12..STAMP_BYTES].copy_from_slice(&STAMP_CHECK.to_le_bytes());
+}
+
+/// The client and request number a datagram carries, if it carries a whole stamp.
+fn stamp_of(datagram: &[u8]) -> Option<(u32, u64)> {
+    let stamp = datagram.get(..STAMP_BYTES)?;
+    let check = u32::from_le_bytes(stamp[12..16].try_into().ok()?);
+    (check == STAMP_CHECK).then(|| {
+        (
+            u32::from_le_bytes(stamp[..4].try_into().expect("4 bytes")),
+            u64::from_le_bytes(stamp[4..12].try_into().expect("8 bytes")),
+        )
+    })
+}
+
+/// The peer's side: announce the socket's address on the control channel, echo with
+/// `threads` threads until the goodbye, then report how many datagrams came in.
+pub(crate) fn serve(
+    control: &mut dyn Channel,
+    threads: u32,
+    limit: usize,
+    idle: Duration,
+    fault: Option<Fault>,
+    delay: Option<Duration>,
+) -> Result<(), String> {
+    let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| format!("binding: {e}"))?;
+    let address = socket
+        .local_addr()
+        .map_err(|e| format!("reading the address: {e}"))?;
+    socket
+        .set_read_timeout(Some(POLL))
+        .map_err(|e| format!("setting the receive timeout: {e}"))?;
+    control
+        .send(address.to_string().as_bytes(), Instant::now() + idle)
+        .map_err(|e| format!("announcing {address}: {e}"))?;
+    let state = ServerState::default();
+    let outcome = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| scope.spawn(|| echo_datagrams(&socket, limit, &state, fault, delay)))
+            .collect();
+        let mut goodbye = Vec::new();
+        let heard = control.recv(&mut goodbye, 0, Instant::now() + idle);
+        state.stop.store(true, Ordering::Release);
+        let worker_errors: Vec<String> = workers
+            .into_iter()
+            .filter_map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err("a thread panicked".into()))
+                    .err()
+            })
+            .collect();
+        heard
+            .map_err(|e| format!("waiting for the goodbye: {e}"))
+            .and_then(|()| match worker_errors.first() {
+                Some(e) => Err(e.clone()),
+                None => Ok(()),
+            })
+    });
+    outcome?;
+    control
+        .send(
+            &state.received.load(Ordering::Acquire).to_le_bytes(),
+            Instant::now() + idle,
+        )
+        .map_err(|e| format!("reporting the count: {e}"))
+}
+
+/// What the peer's threads share.
+#[derive(Default)]
+struct ServerState {
+    /// Set when the goodbye came.
+    stop: AtomicBool,
+    /// Datagrams received by all threads.
+    received: AtomicU64,
+    /// Set by a `stall` fault: no thread replies any more.
+    stalled: AtomicBool,
+}
+
+fn echo_datagrams(
+    socket: &UdpSocket,
+    limit: usize,
+    state: &ServerState,
+    fault: Option<Fault>,
+    delay: Option<Duration>,
+) -> Result<(), String> {
+    let ServerState {
+        stop,
+        received,
+        stalled,
+    } = state;
+    let mut datagram = vec![0u8; limit + 1];
+    while !stop.load(Ordering::Acquire) {
+        let (n, from) = match socket.recv_from(&mut datagram) {
+            Ok(got) => got,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
+            Err(e) => return Err(format!("receiving: {e}")),
+        };
+        let index = received.fetch_add(1, Ordering::AcqRel);
+        if stalled.load(Ordering::Acquire) {
+            continue;
+        }
+        let damaged;
+        let reply: &[u8] = match fault.filter(|f| f.at == index) {
+            None => &datagram[..n],
+            Some(fault) => {
+                let mut bytes = datagram[..n].to_vec();
+                match fault.kind {
+                    FaultKind::FlipByte => bytes[n / 2] ^= 0xff,
+                    FaultKind::Truncate => {
+                        bytes.pop();
+                    }
+                    FaultKind::ExtraBytes => bytes.extend_from_slice(&[0xde, 0xad, 0xbe]),
+                    FaultKind::Stall => {
+                        stalled.store(true, Ordering::Release);
+                        continue;
+                    }
+                    FaultKind::Exit => std::process::exit(3),
+                }
+                damaged = bytes;
+                &damaged
+            }
+        };
+        if let Some(delay) = delay {
+            let until = Instant::now() + delay;
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        }
+        // A full send buffer loses the echo, as the network would; the client times out.
+        let _ = socket.send_to(reply, from);
+    }
+    Ok(())
+}
