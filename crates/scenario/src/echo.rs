@@ -10,6 +10,7 @@ use crate::peer::{PeerConfig, PeerDelay, PeerRole};
 use crate::placement::{self, PinnedThread};
 use crate::pressure::PressureMeter;
 use crate::probe::core_to_core_ns;
+use crate::req_rep;
 use crate::spawn::{describe, PeerProcess};
 use crate::udp_load;
 use crate::verify::compare;
@@ -76,6 +77,20 @@ pub(crate) struct Tally {
     pub(crate) logging: Option<LoggingStats>,
 }
 
+impl Tally {
+    /// Counts round trip `index`: the first is kept as the cold cost, those after the
+    /// warm-up are measured.
+    pub(crate) fn count_round_trip(&mut self, index: u64, warmup: u64, round_trip: Duration) {
+        if index == 0 {
+            self.first_round_trip = Some(round_trip);
+        }
+        if index >= warmup {
+            self.recorder.record(round_trip);
+            self.measured_time += round_trip;
+        }
+    }
+}
+
 /// Runs one cell to the end and describes what happened; never panics on a bad peer.
 pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     let started = Instant::now();
@@ -97,6 +112,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         ScenarioKind::FanOut => fan::fan_out(cell, options, &mut tally),
         ScenarioKind::FanIn => fan::fan_in(cell, options, &mut tally),
         ScenarioKind::UdpLoad => udp_load::udp_load(cell, options, &mut tally),
+        ScenarioKind::ReqRep => req_rep::req_rep(cell, options, placement.peer_cpu, &mut tally),
         ScenarioKind::Logging => {
             logging::logging(cell, &placement.cpus(), options.fault, &mut tally)
         }
@@ -296,13 +312,7 @@ fn echo(
             };
             return Err(run.failure(index, kind, mismatch.to_string()));
         }
-        if index == 0 {
-            tally.first_round_trip = Some(round_trip);
-        }
-        if measured {
-            tally.recorder.record(round_trip);
-            tally.measured_time += round_trip;
-        }
+        tally.count_round_trip(index, cell.warmup, round_trip);
     }
 
     tally.codec_stages = codec_work.map(|work| CodecStages {
@@ -335,20 +345,7 @@ struct Exchange<'a> {
 
 impl Exchange<'_> {
     fn failure(&mut self, index: u64, kind: FailureKind, what: String) -> Failure {
-        let phase = if index < self.warmup {
-            " (warm-up)"
-        } else {
-            ""
-        };
-        Failure {
-            kind,
-            round_trip: Some(index),
-            reason: format!(
-                "round trip {index} of {}{phase}: {what}{}",
-                self.total,
-                peer_epilogue(self.peer)
-            ),
-        }
+        round_trip_failure(self.peer, (index, self.total, self.warmup), kind, what)
     }
 
     fn transport_failure(&mut self, index: u64, doing: &str, e: TransportError) -> Failure {
@@ -385,6 +382,25 @@ impl Exchange<'_> {
                 ),
             }),
         }
+    }
+}
+
+/// A failure of round trip `index` of `total` (the first `warmup` are warm-up), with what
+/// became of the peer.
+pub(crate) fn round_trip_failure(
+    peer: &mut PeerProcess,
+    (index, total, warmup): (u64, u64, u64),
+    kind: FailureKind,
+    what: String,
+) -> Failure {
+    let phase = if index < warmup { " (warm-up)" } else { "" };
+    Failure {
+        kind,
+        round_trip: Some(index),
+        reason: format!(
+            "round trip {index} of {total}{phase}: {what}{}",
+            peer_epilogue(peer)
+        ),
     }
 }
 

@@ -13,6 +13,7 @@ mod peer;
 mod placement;
 mod pressure;
 mod probe;
+mod req_rep;
 mod spawn;
 mod udp_load;
 mod verify;

@@ -93,6 +93,8 @@ pub enum PeerRole {
     /// UDP under load: echoes datagrams with `threads` receiving threads; the channel
     /// it connects is the control channel.
     UdpServer { threads: u32 },
+    /// ZeroMQ REP: connects to the measuring side's REQ socket at `address` and echoes.
+    ZmqReply,
 }
 
 /// An acknowledgement: the frame's sequence number and its one-way latency (ns), LE.
@@ -148,6 +150,10 @@ fn serve(config: PeerConfig) -> Result<(), String> {
         set_thread_cpus(&[cpu]).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
     }
     let idle = config.idle_timeout;
+    // These roles speak their own protocol over their own sockets.
+    if config.role == PeerRole::ZmqReply {
+        return crate::req_rep::serve(&config);
+    }
     let mut channel =
         connect(&config.address, Instant::now() + idle).map_err(|e| format!("connecting: {e}"))?;
     match (config.role, config.codec) {
@@ -182,6 +188,7 @@ fn serve(config: PeerConfig) -> Result<(), String> {
                 frames,
             )
         }
+        (PeerRole::ZmqReply, _) => unreachable!("served above"),
         (role, None) => return Err(format!("role {role:?} needs a codec")),
     }
     let mut message = Vec::new();
@@ -284,7 +291,7 @@ fn publish(
         .map_err(|e| format!("saying goodbye: {e}"))
 }
 
-fn commit(kind: FaultKind, message: &mut Vec<u8>) {
+pub(crate) fn commit(kind: FaultKind, message: &mut Vec<u8>) {
     match kind {
         FaultKind::FlipByte => {
             let middle = message.len() / 2;
