@@ -59,12 +59,14 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
-# protoc and capnp, the reference implementations the interop tests decode with. Without
-# them those tests are listed as ignored, so they are installed where apt allows.
+# protoc and capnp, the reference implementations the interop tests decode with, and
+# pyzmq on the system's libzmq, the stock ZeroMQ peer. Without them those tests are listed
+# as ignored, so they are installed where apt allows.
 ensure_interop_tools() {
   local missing=()
   command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
   command -v capnp >/dev/null 2>&1 || missing+=(capnproto)
+  /usr/bin/python3 -c 'import zmq' >/dev/null 2>&1 || missing+=(python3-zmq)
   [ "${#missing[@]}" -eq 0 ] && return 0
   apt_install "${missing[@]}" ||
     say "could not install ${missing[*]}: the interop tests that need them are listed as ignored"

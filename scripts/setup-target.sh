@@ -28,10 +28,12 @@ else
 fi
 
 missing=()
-command -v "$gnu-gcc" >/dev/null 2>&1 || missing+=("gcc-$gnu" "g++-$gnu" "libc6-dev-$libc-cross")
+command -v "$gnu-gcc" >/dev/null 2>&1 || missing+=("gcc-$gnu" "libc6-dev-$libc-cross")
+# g++: libzmq (the req-rep cells) is C++ and is compiled for the target.
+command -v "$gnu-g++" >/dev/null 2>&1 || missing+=("g++-$gnu")
 command -v "$qemu" >/dev/null 2>&1 || missing+=(qemu-user)
 if [ ${#missing[@]} -eq 0 ]; then
-  say "$gnu-gcc and $qemu: already installed"
+  say "$gnu-gcc, $gnu-g++ and $qemu: already installed"
   exit 0
 fi
 apt_install "${missing[@]}" ||
