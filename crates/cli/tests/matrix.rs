@@ -113,14 +113,21 @@ fn fault_trials() -> Vec<Trial> {
             trials.push(Trial::test(name, move || check_fault(&cell, kind)));
         }
     }
-    // The ZeroMQ REP peer, over TCP and IPC: the same faults, the same verdicts.
-    for transport in [TransportKind::Tcp, TransportKind::Local] {
-        for kind in FaultKind::ALL {
-            let mut cell = fault_cell(transport, None);
-            cell.kind = ScenarioKind::ReqRep;
-            let name = format!("{CELL_GROUP_FAULT}::req-rep-{transport}::{}", kind.as_str());
-            cell.id = name.clone();
-            trials.push(Trial::test(name, move || check_fault(&cell, kind)));
+    // The ZeroMQ REP peer and the Cap'n Proto RPC server, over TCP and a local socket:
+    // the same faults, the same verdicts.
+    for scenario in [ScenarioKind::ReqRep, ScenarioKind::Rpc] {
+        for transport in [TransportKind::Tcp, TransportKind::Local] {
+            for kind in FaultKind::ALL {
+                let mut cell = fault_cell(transport, None);
+                cell.kind = scenario;
+                let name = format!(
+                    "{CELL_GROUP_FAULT}::{}-{transport}::{}",
+                    scenario.as_str(),
+                    kind.as_str()
+                );
+                cell.id = name.clone();
+                trials.push(Trial::test(name, move || check_fault(&cell, kind)));
+            }
         }
     }
     // A codec cell's peer decodes and re-encodes: a damaged frame must be caught by the

@@ -15,6 +15,12 @@ mod sensor_frame_capnp {
     include!(concat!(env!("OUT_DIR"), "/sensor_frame_capnp.rs"));
 }
 
+/// The RPC echo interface (`schema/echo_rpc.capnp`), for `capnp-rpc`.
+#[allow(clippy::all, clippy::pedantic, unused_parens)]
+pub mod echo_rpc_capnp {
+    include!(concat!(env!("OUT_DIR"), "/echo_rpc_capnp.rs"));
+}
+
 #[allow(clippy::all, clippy::pedantic)]
 mod proto {
     include!(concat!(env!("OUT_DIR"), "/ipc_matrix.rs"));

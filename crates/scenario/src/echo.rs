@@ -11,6 +11,7 @@ use crate::placement::{self, PinnedThread};
 use crate::pressure::PressureMeter;
 use crate::probe::core_to_core_ns;
 use crate::req_rep;
+use crate::rpc;
 use crate::spawn::{describe, PeerProcess};
 use crate::udp_load;
 use crate::verify::compare;
@@ -112,6 +113,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         ScenarioKind::FanOut => fan::fan_out(cell, options, &mut tally),
         ScenarioKind::FanIn => fan::fan_in(cell, options, &mut tally),
         ScenarioKind::UdpLoad => udp_load::udp_load(cell, options, &mut tally),
+        ScenarioKind::Rpc => rpc::rpc(cell, options, placement.peer_cpu, &mut tally),
         ScenarioKind::ReqRep => req_rep::req_rep(cell, options, placement.peer_cpu, &mut tally),
         ScenarioKind::Logging => {
             logging::logging(cell, &placement.cpus(), options.fault, &mut tally)

@@ -14,6 +14,7 @@ mod placement;
 mod pressure;
 mod probe;
 mod req_rep;
+mod rpc;
 mod spawn;
 mod udp_load;
 mod verify;

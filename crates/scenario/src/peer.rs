@@ -95,6 +95,8 @@ pub enum PeerRole {
     UdpServer { threads: u32 },
     /// ZeroMQ REP: connects to the measuring side's REQ socket at `address` and echoes.
     ZmqReply,
+    /// Cap'n Proto RPC: connects to the measuring side and serves the `Echo` interface.
+    RpcServer,
 }
 
 /// An acknowledgement: the frame's sequence number and its one-way latency (ns), LE.
@@ -151,8 +153,10 @@ fn serve(config: PeerConfig) -> Result<(), String> {
     }
     let idle = config.idle_timeout;
     // These roles speak their own protocol over their own sockets.
-    if config.role == PeerRole::ZmqReply {
-        return crate::req_rep::serve(&config);
+    match config.role {
+        PeerRole::ZmqReply => return crate::req_rep::serve(&config),
+        PeerRole::RpcServer => return crate::rpc::serve(&config),
+        _ => {}
     }
     let mut channel =
         connect(&config.address, Instant::now() + idle).map_err(|e| format!("connecting: {e}"))?;
@@ -188,7 +192,7 @@ fn serve(config: PeerConfig) -> Result<(), String> {
                 frames,
             )
         }
-        (PeerRole::ZmqReply, _) => unreachable!("served above"),
+        (PeerRole::ZmqReply | PeerRole::RpcServer, _) => unreachable!("served above"),
         (role, None) => return Err(format!("role {role:?} needs a codec")),
     }
     let mut message = Vec::new();
