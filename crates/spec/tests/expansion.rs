@@ -16,14 +16,17 @@ fn expansion(profile: &str) -> String {
     for cell in spec.cells(profile).unwrap() {
         let _ = writeln!(
             out,
-            "{:<26} {:>11} B  {:>5} + {:>3} warm-up  timeout {:?}  max_loss {}  seed {:#x}",
+            "{:<26} {:>11} B  {:>5} + {:>3} warm-up  timeout {:?}  max_loss {}  seed {:#x}{}",
             cell.id,
             cell.payload_bytes,
             cell.iterations,
             cell.warmup,
             cell.timeout,
             cell.max_loss,
-            cell.seed
+            cell.seed,
+            cell.load
+                .map(|load| format!("  for {:?}", load.duration))
+                .unwrap_or_default()
         );
     }
     out
