@@ -1,5 +1,6 @@
 //! `report.html`: one self-contained page (inline CSS and SVG, no script, no network).
 
+use crate::seed_tables::seed_tables;
 use crate::units::{nanos, p_value, ratio, utc};
 use crate::{codec_results, headline, plots, LegReport};
 use ipc_matrix_baseline::Verdict;
@@ -173,6 +174,12 @@ pub fn html(report: &LegReport) -> String {
             let _ = writeln!(body, "<li>{}</li>", escape(&p));
         }
         body.push_str("</ul>\n");
+    }
+
+    for seed_table in seed_tables(report) {
+        let _ = writeln!(body, "<h2>{}</h2>", escape(seed_table.title));
+        body.push_str(&table(&seed_table.header, &seed_table.rows));
+        body.push('\n');
     }
 
     body.push_str("<h2>Plots</h2>\n");

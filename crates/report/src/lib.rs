@@ -9,6 +9,7 @@ pub mod document;
 mod html;
 mod markdown;
 pub mod plots;
+mod seed_tables;
 pub mod units;
 
 use ipc_matrix_baseline::{judge, Baseline, RunVerdict};

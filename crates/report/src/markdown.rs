@@ -1,5 +1,6 @@
 //! `report.md`: the verdict first, then one table row per cell, then what went wrong.
 
+use crate::seed_tables::seed_tables;
 use crate::units::{bytes, nanos, p_value, ratio, utc};
 use crate::{codec_results, fan_results, headline, stability, LegReport};
 use ipc_matrix_baseline::{Verdict, ALPHA};
@@ -130,6 +131,22 @@ pub fn markdown(report: &LegReport) -> String {
                     .map_or_else(dash, |v| format!("{v:.0}")),
                 r.wall_seconds,
             );
+        }
+    }
+
+    for table in seed_tables(report) {
+        let _ = writeln!(md, "\n### {}\n", table.title);
+        let _ = writeln!(md, "| {} |", table.header.join(" | "));
+        let _ = writeln!(
+            md,
+            "|---|{}",
+            "---:|".repeat(table.header.len().saturating_sub(1))
+        );
+        for row in table.rows {
+            let mut cells = row.into_iter();
+            let id = cells.next().unwrap_or_default();
+            let rest: Vec<String> = cells.collect();
+            let _ = writeln!(md, "| `{id}` | {} |", rest.join(" | "));
         }
     }
 

@@ -176,3 +176,63 @@ fn serialization_and_stability_sections() {
         page.contains("Cap&#39;n Proto vs protobuf") || page.contains("Cap'n Proto vs protobuf")
     );
 }
+
+const SEED_SCENARIOS: &str = "
+  - { name: req-rep, kind: req-rep, transports: [tcp], payloads: [8192B, 1B], iterations: 100, warmup: 0, timeout: 1s }
+  - { name: udp-load, kind: udp-load, transports: [udp], clients: [4], server_threads: [1], duration: 1s, payloads: [65507B], iterations: 100, warmup: 0, timeout: 2s, max_loss: 0.5 }
+  - { name: logging, kind: logging, transports: [file], sinks: [tracing-non-blocking], payloads: [64B], iterations: 300, warmup: 0, timeout: 1s }
+";
+
+#[test]
+fn request_reply_load_and_logging_sections() {
+    let env = fixture::environment("native", CPU);
+    let results: Vec<CellResult> = fixture::quick_cells(SEED_SCENARIOS)
+        .iter()
+        .map(|cell| {
+            let mut result = fixture::passed(cell, &env, samples(100_000, 100, 3));
+            match cell.kind {
+                ipc_matrix_spec::ScenarioKind::UdpLoad => {
+                    result.load = Some(ipc_matrix_results::LoadStats {
+                        sent: 1000,
+                        answered: 900,
+                        timeouts: 100,
+                        late_replies: 7,
+                        success_rate: 0.9,
+                        transactions_per_sec: 450.0,
+                        server_received: Some(930),
+                    });
+                }
+                ipc_matrix_spec::ScenarioKind::Logging => {
+                    result.logging = Some(ipc_matrix_results::LoggingStats {
+                        lines: 300,
+                        bytes: 19_200,
+                        ns_per_line: 1_250.0,
+                        drain_ns: 141_000_000,
+                    });
+                }
+                _ => {}
+            }
+            result
+        })
+        .collect();
+    let report = LegReport::new(results, None, RegressionPolicy::default(), 1_796_000_000);
+    let md = markdown(&report);
+    for wanted in [
+        // Sizes in matrix order (1 B before 8192 B), whatever order the results came in.
+        "| `req-rep::tcp::1B` | 100 |",
+        "| `udp-load::c4-s1::udp::65507B` | 4 | 1 | 65507B | 450 | 90.00 % | 1000 | 100 | 7 | 930 |",
+        "| `logging::tracing-non-blocking::file::64B` | 300 | 0.000s | 1.2us |",
+        "| 141.00ms |",
+    ] {
+        assert!(md.contains(wanted), "missing `{wanted}` in:\n{md}");
+    }
+    let section = &md[md
+        .find("### Request/reply")
+        .expect("the request/reply section")..];
+    let one_byte = section.find("req-rep::tcp::1B").expect("1 B row");
+    let eight_k = section.find("req-rep::tcp::8192B").expect("8 KiB row");
+    assert!(one_byte < eight_k, "{md}");
+    let page = html(&report);
+    assert!(page.contains("UDP under load"));
+    assert!(page.contains("<td>90.00 %</td>"));
+}

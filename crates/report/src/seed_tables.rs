@@ -1,0 +1,139 @@
+//! The tables of the seeds' own measures, for kinds whose headline is not a round trip:
+//! request/reply rates (seeds 000 and 001), UDP under load (004) and logging (002). Built
+//! once as text and rendered by both report formats.
+
+use crate::units::nanos;
+use crate::LegReport;
+use ipc_matrix_results::CellResult;
+use ipc_matrix_spec::ScenarioKind;
+
+/// One titled table of formatted text.
+pub struct SeedTable {
+    pub title: &'static str,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+pub fn seed_tables(report: &LegReport) -> Vec<SeedTable> {
+    // In matrix order: scenario, transport, shape, then payload size.
+    let of = |kinds: &[ScenarioKind]| -> Vec<&CellResult> {
+        let mut results: Vec<&CellResult> = report
+            .results
+            .iter()
+            .filter(|r| kinds.contains(&r.cell.kind))
+            .collect();
+        results.sort_by_key(|r| {
+            (
+                r.cell.scenario.clone(),
+                r.cell.transport_label(),
+                r.cell.load.map(|l| (l.clients, l.server_threads)),
+                r.cell.payload_bytes,
+            )
+        });
+        results
+    };
+    let dash = || "-".to_string();
+    let p = |r: &CellResult, pick: fn(&ipc_matrix_results::LatencyStats) -> u64| {
+        r.latency_ns.map_or_else(dash, |l| nanos(pick(&l)))
+    };
+    let header = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut tables = Vec::new();
+
+    let request_reply = of(&[ScenarioKind::Rpc, ScenarioKind::ReqRep]);
+    if !request_reply.is_empty() {
+        tables.push(SeedTable {
+            title: "Request/reply: Cap'n Proto RPC and ZeroMQ REQ/REP, one request in flight",
+            header: header(&[
+                "cell",
+                "requests",
+                "requests/s",
+                "p50",
+                "p99",
+                "max",
+                "MB/s one way",
+            ]),
+            rows: request_reply
+                .into_iter()
+                .map(|r| {
+                    vec![
+                        r.cell.id.clone(),
+                        r.measured_round_trips.to_string(),
+                        r.round_trips_per_sec
+                            .map_or_else(dash, |v| format!("{v:.0}")),
+                        p(r, |l| l.p50),
+                        p(r, |l| l.p99),
+                        p(r, |l| l.max),
+                        r.round_trips_per_sec.map_or_else(dash, |v| {
+                            format!("{:.1}", v * r.cell.payload_bytes as f64 / 1e6)
+                        }),
+                    ]
+                })
+                .collect(),
+        });
+    }
+
+    let loads: Vec<_> = of(&[ScenarioKind::UdpLoad])
+        .into_iter()
+        .filter_map(|r| Some((r, r.cell.load?, r.load)))
+        .collect();
+    if !loads.is_empty() {
+        tables.push(SeedTable {
+            title: "UDP under load: each client waits for its echo; lost = no echo before the deadline",
+            header: header(&[
+                "cell", "clients", "server threads", "payload", "transactions/s", "success rate",
+                "sent", "lost", "late echoes", "server received", "p50", "p99",
+            ]),
+            rows: loads
+                .into_iter()
+                .map(|(r, shape, stats)| {
+                    vec![
+                        r.cell.id.clone(),
+                        shape.clients.to_string(),
+                        shape.server_threads.to_string(),
+                        r.cell.payload_label.clone(),
+                        stats.map_or_else(dash, |s| format!("{:.0}", s.transactions_per_sec)),
+                        stats.map_or_else(dash, |s| format!("{:.2} %", s.success_rate * 100.0)),
+                        stats.map_or_else(dash, |s| s.sent.to_string()),
+                        stats.map_or_else(dash, |s| s.timeouts.to_string()),
+                        stats.map_or_else(dash, |s| s.late_replies.to_string()),
+                        stats
+                            .and_then(|s| s.server_received)
+                            .map_or_else(dash, |n| n.to_string()),
+                        p(r, |l| l.p50),
+                        p(r, |l| l.p99),
+                    ]
+                })
+                .collect(),
+        });
+    }
+
+    let logging = of(&[ScenarioKind::Logging]);
+    if !logging.is_empty() {
+        tables.push(SeedTable {
+            title: "Logging: lines written, then read back and compared (per line: all lines, close included; batches of 1000)",
+            header: header(&[
+                "cell", "lines", "total", "per line", "batch p50", "batch p99", "after the last line",
+                "lines/s",
+            ]),
+            rows: logging
+                .into_iter()
+                .map(|r| {
+                    let stats = r.logging;
+                    vec![
+                        r.cell.id.clone(),
+                        stats.map_or_else(dash, |s| s.lines.to_string()),
+                        stats.map_or_else(dash, |s| {
+                            format!("{:.3}s", s.ns_per_line * s.lines as f64 / 1e9)
+                        }),
+                        stats.map_or_else(dash, |s| nanos(s.ns_per_line.round() as u64)),
+                        p(r, |l| l.p50),
+                        p(r, |l| l.p99),
+                        stats.map_or_else(dash, |s| nanos(s.drain_ns)),
+                        r.round_trips_per_sec.map_or_else(dash, |v| format!("{v:.0}")),
+                    ]
+                })
+                .collect(),
+        });
+    }
+    tables
+}
