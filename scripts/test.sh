@@ -3,8 +3,8 @@
 # nextest's `ci` profile, on this machine and on aarch64 under QEMU: unit tests, the
 # fault-injection tests, and one test per cell of the quick profile. Ends by writing each
 # leg's reports (judged against baselines/) and the two legs side by side. Installs
-# cargo-nextest, the aarch64 rustup target, its cross linker and qemu-user, and protoc and
-# capnp (for the serialization interop tests) if missing.
+# cargo-nextest, the aarch64 rustup target, its cross gcc and g++ and qemu-user, and protoc,
+# capnp and pyzmq (the interop tests' reference implementations) if missing.
 # Arguments go to both `cargo nextest run` calls.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(repo_root)"
