@@ -10,6 +10,7 @@ pub fn verdict_line(result: &CellResult) -> String {
     match (&result.outcome.failure, &result.latency_ns) {
         (Some(failure), _) => format!("FAIL {id}: {}", failure.reason),
         (None, Some(l)) => {
+            // A logging cell's timings are per line (batch means), the others' per round trip.
             let mut line = format!(
                 "PASS {id}  p50 {}  p99 {}  max {}",
                 nanos(l.p50),
@@ -24,6 +25,20 @@ pub fn verdict_line(result: &CellResult) -> String {
             }
             if result.lost > 0 {
                 line.push_str(&format!("  lost {}", result.lost));
+            }
+            if let Some(load) = result.load {
+                line.push_str(&format!(
+                    "  {:.0} transactions/s  {:.2} % answered",
+                    load.transactions_per_sec,
+                    load.success_rate * 100.0
+                ));
+            }
+            if let Some(logging) = result.logging {
+                line.push_str(&format!(
+                    "  {} per line over {} lines",
+                    nanos(logging.ns_per_line.round() as u64),
+                    logging.lines
+                ));
             }
             line
         }
