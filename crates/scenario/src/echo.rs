@@ -307,11 +307,7 @@ fn echo(
                 ));
             }
         } else if let Err(mismatch) = compare(payload.bytes(), &reply) {
-            let kind = if mismatch.is_length() {
-                FailureKind::Length
-            } else {
-                FailureKind::Mismatch
-            };
+            let kind = mismatch.failure_kind();
             return Err(run.failure(index, kind, mismatch.to_string()));
         }
         tally.count_round_trip(index, cell.warmup, round_trip);
@@ -370,19 +366,14 @@ impl Exchange<'_> {
         let sent = self.channel.send(&[], deadline);
         match (sent, self.peer.wait_until(deadline)) {
             (Ok(()), Some(status)) if status.success() => Ok(()),
-            (sent, status) => Err(Failure {
-                kind: FailureKind::Shutdown,
-                round_trip: None,
-                reason: format!(
-                    "the peer did not stop cleanly after the last round trip ({}){}",
-                    match (sent, status) {
-                        (Err(e), _) => format!("goodbye not delivered: {e}"),
-                        (_, Some(status)) => describe(status),
-                        (_, None) => "still running after 5s".into(),
-                    },
-                    peer_epilogue(self.peer)
-                ),
-            }),
+            (sent, status) => Err(unclean_stop(
+                self.peer,
+                match (sent, status) {
+                    (Err(e), _) => format!("goodbye not delivered: {e}"),
+                    (_, Some(status)) => describe(status),
+                    (_, None) => "still running after 5s".into(),
+                },
+            )),
         }
     }
 }
@@ -401,6 +392,18 @@ pub(crate) fn round_trip_failure(
         round_trip: Some(index),
         reason: format!(
             "round trip {index} of {total}{phase}: {what}{}",
+            peer_epilogue(peer)
+        ),
+    }
+}
+
+/// The peer did not exit cleanly after its goodbye; `what` says how.
+pub(crate) fn unclean_stop(peer: &mut PeerProcess, what: String) -> Failure {
+    Failure {
+        kind: FailureKind::Shutdown,
+        round_trip: None,
+        reason: format!(
+            "the peer did not stop cleanly after the last round trip ({what}){}",
             peer_epilogue(peer)
         ),
     }

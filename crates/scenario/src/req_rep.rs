@@ -3,7 +3,7 @@
 //! IPC in a private directory) and the peer's REP socket connects; every request waits for
 //! its echo, which must equal it byte for byte. An empty message says goodbye.
 
-use crate::echo::{peer_epilogue, round_trip_failure, setup_failure, RunOptions, Tally};
+use crate::echo::{round_trip_failure, setup_failure, unclean_stop, RunOptions, Tally};
 use crate::fault::Fault;
 use crate::payload::Payload;
 use crate::peer::{commit, PeerConfig, PeerRole};
@@ -138,11 +138,7 @@ pub(crate) fn req_rep(
             ));
         }
         if let Err(mismatch) = compare(payload.bytes(), &reply) {
-            let kind = if mismatch.is_length() {
-                FailureKind::Length
-            } else {
-                FailureKind::Mismatch
-            };
+            let kind = mismatch.failure_kind();
             return Err(failed(&mut peer, kind, mismatch.to_string()));
         }
         tally.count_round_trip(index, cell.warmup, round_trip);
@@ -206,19 +202,14 @@ fn goodbye(socket: &zmq::Socket, peer: &mut PeerProcess) -> Result<(), Failure> 
         });
     match (said, peer.wait_until(deadline)) {
         (Ok(()), Some(status)) if status.success() => Ok(()),
-        (said, status) => Err(Failure {
-            kind: FailureKind::Shutdown,
-            round_trip: None,
-            reason: format!(
-                "the peer did not stop cleanly after the last round trip ({}){}",
-                match (said, status) {
-                    (Err((_, e)), _) => format!("goodbye not answered: {e}"),
-                    (_, Some(status)) => crate::spawn::describe(status),
-                    (_, None) => "still running after 5s".into(),
-                },
-                peer_epilogue(peer)
-            ),
-        }),
+        (said, status) => Err(unclean_stop(
+            peer,
+            match (said, status) {
+                (Err((_, e)), _) => format!("goodbye not answered: {e}"),
+                (_, Some(status)) => crate::spawn::describe(status),
+                (_, None) => "still running after 5s".into(),
+            },
+        )),
     }
 }
 

@@ -4,7 +4,9 @@
 //! trip and compares the returned bytes with what it sent. Both sides run a
 //! single-threaded tokio runtime, as capnp-rpc objects are not `Send`.
 
-use crate::echo::{peer_epilogue, round_trip_failure, setup_failure, RunOptions, Tally};
+use crate::echo::{
+    peer_epilogue, round_trip_failure, setup_failure, unclean_stop, RunOptions, Tally,
+};
 use crate::fault::Fault;
 use crate::payload::Payload;
 use crate::peer::{PeerConfig, PeerRole};
@@ -191,11 +193,7 @@ async fn call_echo(
             )
         })?;
         if let Err(mismatch) = compare(payload.bytes(), data) {
-            let kind = if mismatch.is_length() {
-                FailureKind::Length
-            } else {
-                FailureKind::Mismatch
-            };
+            let kind = mismatch.failure_kind();
             return Err(failed(&mut peer, kind, mismatch.to_string()));
         }
         tally.count_round_trip(index, cell.warmup, round_trip);
@@ -208,20 +206,15 @@ async fn call_echo(
     system.abort();
     match (disconnected, peer.wait_until(deadline)) {
         (Ok(Ok(())), Some(status)) if status.success() => Ok(()),
-        (disconnected, status) => Err(Failure {
-            kind: FailureKind::Shutdown,
-            round_trip: None,
-            reason: format!(
-                "the peer did not stop cleanly after the last round trip ({}){}",
-                match (disconnected, status) {
-                    (Err(_), _) => "the disconnect did not finish within 5s".to_string(),
-                    (Ok(Err(e)), _) => format!("disconnecting: {e}"),
-                    (_, Some(status)) => crate::spawn::describe(status),
-                    (_, None) => "still running after 5s".into(),
-                },
-                peer_epilogue(&mut peer)
-            ),
-        }),
+        (disconnected, status) => Err(unclean_stop(
+            &mut peer,
+            match (disconnected, status) {
+                (Err(_), _) => "the disconnect did not finish within 5s".to_string(),
+                (Ok(Err(e)), _) => format!("disconnecting: {e}"),
+                (_, Some(status)) => crate::spawn::describe(status),
+                (_, None) => "still running after 5s".into(),
+            },
+        )),
     }
 }
 

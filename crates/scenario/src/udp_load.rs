@@ -5,7 +5,9 @@
 //! Every request starts with a 16-byte stamp (client, request number, a check word) and
 //! the rest is the seeded payload; the echo must equal the request byte for byte. An echo
 //! that arrives after its request was given up is recognised by its stamp and counted as
-//! late. Losses count against `max_loss`; a wrong byte fails the cell at once.
+//! late. Losses count against `max_loss`; a wrong byte fails the cell at once. A request
+//! still waiting when the window closes counts neither way, so the rate is answered
+//! requests over the window itself.
 //!
 //! The peer and the clients are not pinned: a load test uses the machine as it is.
 
@@ -314,7 +316,14 @@ impl<'a> Load<'a> {
             }
             let deadline = started + cell.timeout;
             let answered = loop {
-                let left = deadline.saturating_duration_since(Instant::now());
+                let now = Instant::now();
+                // A request still waiting when the window closes is neither answered
+                // nor lost: the window, and so the rate, ends on time.
+                if window.is_some_and(|(_, closes)| now >= closes) {
+                    tally.sent -= 1;
+                    return Some(tally);
+                }
+                let left = deadline.saturating_duration_since(now);
                 if left.is_zero() {
                     break false;
                 }
@@ -328,24 +337,13 @@ impl<'a> Load<'a> {
                         }
                         _ => {
                             if let Err(mismatch) = compare(&request, &reply[..n]) {
-                                let kind = if mismatch.is_length() {
-                                    FailureKind::Length
-                                } else {
-                                    FailureKind::Mismatch
-                                };
+                                let kind = mismatch.failure_kind();
                                 return self.fail(failure(index, kind, mismatch.to_string()));
                             }
                             break true;
                         }
                     },
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            io::ErrorKind::WouldBlock
-                                | io::ErrorKind::TimedOut
-                                | io::ErrorKind::Interrupted
-                        ) =>
-                    {
+                    Err(e) if nothing_yet(&e) => {
                         if self.abort.load(Ordering::Acquire) {
                             return None;
                         }
@@ -373,6 +371,14 @@ impl<'a> Load<'a> {
         }
         Some(tally)
     }
+}
+
+/// A receive that ended without a datagram: its timeout passed, or a signal came.
+fn nothing_yet(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
 }
 
 fn gone_or_io(e: &io::Error) -> FailureKind {
@@ -486,16 +492,7 @@ fn echo_datagrams(
     while !stop.load(Ordering::Acquire) {
         let (n, from) = match socket.recv_from(&mut datagram) {
             Ok(got) => got,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
-                continue
-            }
+            Err(e) if nothing_yet(&e) => continue,
             Err(e) => return Err(format!("receiving: {e}")),
         };
         let index = received.fetch_add(1, Ordering::AcqRel);

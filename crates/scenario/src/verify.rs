@@ -1,6 +1,7 @@
 //! Byte-exact comparison of a reply with its request, memcmp first, and a report of
 //! the first difference that a human can read.
 
+use ipc_matrix_results::FailureKind;
 use std::fmt;
 
 /// Bytes shown either side of the first difference.
@@ -19,6 +20,15 @@ pub struct Mismatch {
 impl Mismatch {
     pub fn is_length(&self) -> bool {
         self.expected_len != self.actual_len
+    }
+
+    /// How a cell reports it: a wrong length, or wrong bytes.
+    pub fn failure_kind(&self) -> FailureKind {
+        if self.is_length() {
+            FailureKind::Length
+        } else {
+            FailureKind::Mismatch
+        }
     }
 }
 
