@@ -187,6 +187,33 @@ fn fault_trials() -> Vec<Trial> {
             trials.push(Trial::test(name, move || check_logging_fault(&cell, kind)));
         }
     }
+    // A file system too slow for the cell's deadline: the write stops there, named.
+    let mut cell = fault_cell(TransportKind::File, None);
+    cell.kind = ScenarioKind::Logging;
+    cell.sink = Some(LogSink::WritePerLine);
+    cell.payload_bytes = 64;
+    cell.iterations = 300_000;
+    cell.timeout = Duration::from_millis(1);
+    cell.id = format!("{CELL_GROUP_FAULT}::logging-write-per-line::deadline");
+    trials.push(Trial::test(cell.id.clone(), move || {
+        let failure = run_cell(&cell, &RunOptions::default())
+            .outcome
+            .failure
+            .ok_or("300,000 lines were written within 1 ms")?;
+        if failure.kind != FailureKind::Timeout
+            || !failure
+                .reason
+                .contains("took longer than the cell's timeout (1ms)")
+        {
+            return Err(format!(
+                "expected a timeout, got {:?}: {}",
+                failure.kind, failure.reason
+            )
+            .into());
+        }
+        println!("{}: failed as expected: {}", cell.id, failure.reason);
+        Ok(())
+    }));
     trials
 }
 

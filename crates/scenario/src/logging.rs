@@ -255,15 +255,27 @@ where
 }
 
 /// Calls `write_line` for lines 0..count; records the mean time per line of every batch
-/// after the warm-up lines.
+/// after the warm-up lines. The cell's `timeout` bounds the whole write: a file system
+/// that stops taking lines fails the cell at the next batch.
 fn timed_batches(
     cell: &Cell,
     count: u64,
     tally: &mut Tally,
     mut write_line: impl FnMut(u64) -> Result<(), Failure>,
 ) -> Result<(), Failure> {
+    let deadline = Instant::now() + cell.timeout;
     let mut index = 0;
     while index < count {
+        if Instant::now() > deadline {
+            return Err(Failure {
+                kind: FailureKind::Timeout,
+                round_trip: Some(index),
+                reason: format!(
+                    "line {index} of {count}: the lines before it took longer than the cell's timeout ({:?})",
+                    cell.timeout
+                ),
+            });
+        }
         let end = (index + BATCH).min(count);
         let started = Instant::now();
         for line in index..end {
