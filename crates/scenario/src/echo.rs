@@ -20,7 +20,7 @@ use ipc_matrix_results::{
     Placement, Throughput, RESULT_SCHEMA_VERSION,
 };
 use ipc_matrix_spec::{Cell, ScenarioKind};
-use ipc_matrix_transport::{listen, Channel, ListenOptions, TransportError};
+use ipc_matrix_transport::{listen, Channel, ListenOptions, PeerAddress, TransportError};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -48,6 +48,35 @@ impl RunOptions {
             peer_delay: PeerDelay::from_env()?,
             ..Self::default()
         })
+    }
+
+    /// The peer's configuration for `cell`: what every kind shares (its parent, its idle
+    /// deadline, the fault and the delay asked for); the kind gives the rest.
+    pub(crate) fn peer_config(
+        &self,
+        cell: &Cell,
+        address: PeerAddress,
+        limit: usize,
+        cpu: Option<usize>,
+        role: PeerRole,
+    ) -> PeerConfig {
+        PeerConfig {
+            address,
+            parent: std::process::id(),
+            limit,
+            idle_timeout: self.setup_timeout + cell.timeout * 2,
+            fault: self.fault,
+            delay: self.peer_delay_for(cell),
+            cpu,
+            codec: cell.codec,
+            role,
+        }
+    }
+
+    /// Starts the peer process with `config`.
+    pub(crate) fn start_peer(&self, config: &PeerConfig) -> Result<PeerProcess, Failure> {
+        PeerProcess::spawn(&self.peer_program, config)
+            .map_err(|e| setup_failure(format!("starting the peer: {e}")))
     }
 
     pub(crate) fn peer_delay_for(&self, cell: &Cell) -> Option<Duration> {
@@ -210,19 +239,8 @@ fn echo(
         },
     )
     .map_err(|e| setup_failure(format!("opening the {} channel: {e}", cell.transport)))?;
-    let config = PeerConfig {
-        address: acceptor.address(),
-        parent: std::process::id(),
-        limit,
-        idle_timeout: options.setup_timeout + cell.timeout * 2,
-        fault: options.fault,
-        delay: options.peer_delay_for(cell),
-        cpu: peer_cpu,
-        codec: cell.codec,
-        role: PeerRole::Echo,
-    };
-    let mut peer = PeerProcess::spawn(&options.peer_program, &config)
-        .map_err(|e| setup_failure(format!("starting the peer: {e}")))?;
+    let config = options.peer_config(cell, acceptor.address(), limit, peer_cpu, PeerRole::Echo);
+    let mut peer = options.start_peer(&config)?;
     let mut channel = acceptor
         .accept(peer.pid(), Instant::now() + options.setup_timeout)
         .map_err(|e| {

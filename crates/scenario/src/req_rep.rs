@@ -80,20 +80,15 @@ pub(crate) fn req_rep(
         }
         other => return Err(setup_failure(format!("req-rep does not run over {other}"))),
     };
-    let config = PeerConfig {
+    // libzmq applies the limit to the handshake's commands too: never below the slack.
+    let config = options.peer_config(
+        cell,
         address,
-        parent: std::process::id(),
-        // libzmq applies the limit to the handshake's commands too: never below the slack.
-        limit: len + REPLY_SLACK,
-        idle_timeout: options.setup_timeout + cell.timeout * 2,
-        fault: options.fault,
-        delay: options.peer_delay_for(cell),
-        cpu: peer_cpu,
-        codec: None,
-        role: PeerRole::ZmqReply,
-    };
-    let mut peer = PeerProcess::spawn(&options.peer_program, &config)
-        .map_err(|e| setup_failure(format!("starting the peer: {e}")))?;
+        len + REPLY_SLACK,
+        peer_cpu,
+        PeerRole::ZmqReply,
+    );
+    let mut peer = options.start_peer(&config)?;
 
     let total = cell.warmup + cell.iterations;
     let mut payload = Payload::new(cell.seed, len);

@@ -107,19 +107,8 @@ async fn call_echo(
         }
         other => return Err(setup_failure(format!("rpc does not run over {other}"))),
     };
-    let config = PeerConfig {
-        address,
-        parent: std::process::id(),
-        limit: len,
-        idle_timeout: options.setup_timeout + cell.timeout * 2,
-        fault: options.fault,
-        delay: options.peer_delay_for(cell),
-        cpu: peer_cpu,
-        codec: None,
-        role: PeerRole::RpcServer,
-    };
-    let mut peer = PeerProcess::spawn(&options.peer_program, &config)
-        .map_err(|e| setup_failure(format!("starting the peer: {e}")))?;
+    let config = options.peer_config(cell, address, len, peer_cpu, PeerRole::RpcServer);
+    let mut peer = options.start_peer(&config)?;
     let setup_deadline = Instant::now() + options.setup_timeout;
     let network = loop {
         let accepted = tokio::time::timeout(POLL_SLICE, async {

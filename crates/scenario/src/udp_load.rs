@@ -15,7 +15,7 @@ use crate::echo::{peer_epilogue, setup_failure, RunOptions, Tally};
 use crate::fault::{Fault, FaultKind};
 use crate::measure::Recorder;
 use crate::payload::pseudo_random_bytes;
-use crate::peer::{PeerConfig, PeerRole};
+use crate::peer::PeerRole;
 use crate::spawn::PeerProcess;
 use crate::verify::compare;
 use ipc_matrix_results::{Failure, FailureKind, LoadStats};
@@ -64,21 +64,13 @@ pub(crate) fn udp_load(
     )
     .map_err(|e| setup_failure(format!("opening the control channel: {e}")))?;
     let worst_warmup = cell.timeout * (cell.warmup as u32 + 2);
-    let config = PeerConfig {
-        address: control.address(),
-        parent: std::process::id(),
-        limit: len,
-        idle_timeout: options.setup_timeout + shape.duration + worst_warmup,
-        fault: options.fault,
-        delay: options.peer_delay_for(cell),
-        cpu: None,
-        codec: None,
-        role: PeerRole::UdpServer {
-            threads: shape.server_threads,
-        },
+    let role = PeerRole::UdpServer {
+        threads: shape.server_threads,
     };
-    let mut peer = PeerProcess::spawn(&options.peer_program, &config)
-        .map_err(|e| setup_failure(format!("starting the peer: {e}")))?;
+    let mut config = options.peer_config(cell, control.address(), len, None, role);
+    // The goodbye comes after the whole load, not after one round trip.
+    config.idle_timeout = options.setup_timeout + shape.duration + worst_warmup;
+    let mut peer = options.start_peer(&config)?;
     let setup_deadline = Instant::now() + options.setup_timeout;
     let mut channel = control.accept(peer.pid(), setup_deadline).map_err(|e| {
         setup_failure(format!(
