@@ -14,7 +14,7 @@
 
 use crate::codec_work::FRAME_SLACK;
 use crate::echo::{peer_epilogue, setup_failure, RunOptions, Tally};
-use crate::peer::{monotonic_ns, PeerConfig, PeerRole, ACK_BYTES};
+use crate::peer::{monotonic_ns, PeerRole, ACK_BYTES};
 use crate::spawn::PeerProcess;
 use ipc_matrix_codec::{Codec, FrameCodec, SensorFrame};
 use ipc_matrix_results::{Failure, FailureKind};
@@ -64,17 +64,8 @@ fn link(
             },
         )
         .map_err(|e| setup_failure(format!("opening the {} channel: {e}", cell.transport)))?;
-        let config = PeerConfig {
-            address: acceptor.address(),
-            parent: std::process::id(),
-            limit: max_message + 1024,
-            idle_timeout: options.setup_timeout + cell.timeout * 2,
-            fault: options.fault,
-            delay: None,
-            cpu: None,
-            codec: cell.codec,
-            role,
-        };
+        // Publishers and subscribers ignore the reply delay; each peer's error names its index.
+        let config = options.peer_config(cell, acceptor.address(), max_message + 1024, None, role);
         let mut peer = PeerProcess::spawn(&options.peer_program, &config)
             .map_err(|e| setup_failure(format!("starting peer {}: {e}", linked.len())))?;
         let channel = acceptor

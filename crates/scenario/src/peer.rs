@@ -212,11 +212,7 @@ fn serve(config: PeerConfig) -> Result<(), String> {
             codec.encode(&frame, &mut message);
         }
         if let Some(delay) = config.delay {
-            // A spin, not a sleep: sleeping adds the timer slack (50 us by default) on top.
-            let until = Instant::now() + delay;
-            while Instant::now() < until {
-                std::hint::spin_loop();
-            }
+            spin_for(delay);
         }
         if let Some(fault) = config.fault.filter(|f| f.at == index) {
             commit(fault.kind, &mut message);
@@ -293,6 +289,15 @@ fn publish(
     channel
         .send(&[], Instant::now() + idle)
         .map_err(|e| format!("saying goodbye: {e}"))
+}
+
+/// Waits `delay` before a reply. A spin, not a sleep: sleeping adds the timer slack
+/// (50 us by default) on top.
+pub(crate) fn spin_for(delay: Duration) {
+    let until = Instant::now() + delay;
+    while Instant::now() < until {
+        std::hint::spin_loop();
+    }
 }
 
 pub(crate) fn commit(kind: FaultKind, message: &mut Vec<u8>) {

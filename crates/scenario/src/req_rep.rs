@@ -6,7 +6,7 @@
 use crate::echo::{round_trip_failure, setup_failure, unclean_stop, RunOptions, Tally};
 use crate::fault::Fault;
 use crate::payload::Payload;
-use crate::peer::{commit, PeerConfig, PeerRole};
+use crate::peer::{commit, spin_for, PeerConfig, PeerRole};
 use crate::spawn::PeerProcess;
 use crate::verify::compare;
 use ipc_matrix_results::{Failure, FailureKind};
@@ -233,10 +233,7 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
         let last = message.is_empty();
         if !last {
             if let Some(delay) = config.delay {
-                let until = Instant::now() + delay;
-                while Instant::now() < until {
-                    std::hint::spin_loop();
-                }
+                spin_for(delay);
             }
             if let Some(fault) = fault.filter(|f| f.at == index) {
                 commit(fault.kind, &mut message);

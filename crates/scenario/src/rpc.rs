@@ -9,7 +9,7 @@ use crate::echo::{
 };
 use crate::fault::Fault;
 use crate::payload::Payload;
-use crate::peer::{PeerConfig, PeerRole};
+use crate::peer::{commit, spin_for, PeerConfig, PeerRole};
 use crate::spawn::PeerProcess;
 use crate::verify::compare;
 use capnp::message::ReaderOptions;
@@ -264,16 +264,13 @@ impl echo::Server for EchoServer {
         self.calls.set(index + 1);
         let echoed = params.get().and_then(|p| p.get_data()).map(|data| {
             if let Some(delay) = self.delay {
-                let until = Instant::now() + delay;
-                while Instant::now() < until {
-                    std::hint::spin_loop();
-                }
+                spin_for(delay);
             }
             match self.fault.filter(|f| f.at == index) {
                 None => results.get().set_data(data),
                 Some(fault) => {
                     let mut damaged = data.to_vec();
-                    crate::peer::commit(fault.kind, &mut damaged);
+                    commit(fault.kind, &mut damaged);
                     results.get().set_data(&damaged);
                 }
             }

@@ -15,7 +15,7 @@ use crate::echo::{peer_epilogue, setup_failure, RunOptions, Tally};
 use crate::fault::{Fault, FaultKind};
 use crate::measure::Recorder;
 use crate::payload::pseudo_random_bytes;
-use crate::peer::PeerRole;
+use crate::peer::{commit, spin_for, PeerRole};
 use crate::spawn::PeerProcess;
 use crate::verify::compare;
 use ipc_matrix_results::{Failure, FailureKind, LoadStats};
@@ -276,6 +276,9 @@ impl<'a> Load<'a> {
         let mut reply = vec![0u8; request.len() + 1];
         let mut tally = ClientTally::default();
         let mut window: Option<(Instant, Instant)> = None;
+        // The receive timeout last set: changing it is a system call, so only when it
+        // differs (near a request's deadline), not once per request.
+        let mut read_timeout = Some(POLL);
         for index in 0u64.. {
             if self.abort.load(Ordering::Acquire) {
                 return None;
@@ -319,7 +322,10 @@ impl<'a> Load<'a> {
                 if left.is_zero() {
                     break false;
                 }
-                let _ = socket.set_read_timeout(Some(left.min(POLL)));
+                let wait = Some(left.min(POLL));
+                if read_timeout != wait && socket.set_read_timeout(wait).is_ok() {
+                    read_timeout = wait;
+                }
                 match socket.recv(&mut reply) {
                     Ok(n) => match stamp_of(&reply[..n]) {
                         Some((c, i)) if c == client && i < index => {
@@ -384,6 +390,8 @@ fn gone_or_io(e: &io::Error) -> FailureKind {
 fn open_client_socket(server: SocketAddr) -> io::Result<UdpSocket> {
     let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))?;
     socket.connect(server)?;
+    // Every receive is bounded from the start; the client shortens this near a deadline.
+    socket.set_read_timeout(Some(POLL))?;
     Ok(socket)
 }
 
@@ -491,32 +499,25 @@ fn echo_datagrams(
         if stalled.load(Ordering::Acquire) {
             continue;
         }
-        let damaged;
+        let mut damaged;
         let reply: &[u8] = match fault.filter(|f| f.at == index) {
             None => &datagram[..n],
+            // Several threads reply: a stall stops them all, rather than blocking one.
+            Some(Fault {
+                kind: FaultKind::Stall,
+                ..
+            }) => {
+                stalled.store(true, Ordering::Release);
+                continue;
+            }
             Some(fault) => {
-                let mut bytes = datagram[..n].to_vec();
-                match fault.kind {
-                    FaultKind::FlipByte => bytes[n / 2] ^= 0xff,
-                    FaultKind::Truncate => {
-                        bytes.pop();
-                    }
-                    FaultKind::ExtraBytes => bytes.extend_from_slice(&[0xde, 0xad, 0xbe]),
-                    FaultKind::Stall => {
-                        stalled.store(true, Ordering::Release);
-                        continue;
-                    }
-                    FaultKind::Exit => std::process::exit(3),
-                }
-                damaged = bytes;
+                damaged = datagram[..n].to_vec();
+                commit(fault.kind, &mut damaged);
                 &damaged
             }
         };
         if let Some(delay) = delay {
-            let until = Instant::now() + delay;
-            while Instant::now() < until {
-                std::hint::spin_loop();
-            }
+            spin_for(delay);
         }
         // A full send buffer loses the echo, as the network would; the client times out.
         let _ = socket.send_to(reply, from);
