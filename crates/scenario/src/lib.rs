@@ -1,29 +1,42 @@
-//! Running one cell: start the peer as a separate process (`<exe> serve ...`), echo
-//! payloads through the cell's transport, compare every reply with what was sent, and turn
-//! the timings into a [`CellResult`](ipc_matrix_results::CellResult).
+//! Running one cell: start the peer as a separate process (`<exe> serve ...`), exchange
+//! payloads with it over the cell's transport, compare every reply with what was sent, and
+//! turn the timings into a [`CellResult`](ipc_matrix_results::CellResult).
+//!
+//! The modules read from the top down; none imports one above it:
+//!
+//! - `run` (the cell runner) and `serve` (the peer's entry point): the two front doors.
+//! - `kinds/*`: one module per scenario kind, its measuring side and its serving side.
+//! - `context`, `failure`, `spawn`: the run's options and tally, failures as the user reads
+//!   them, the peer process.
+//! - `peer`, `verify`, `payload`, `codec_work`, `measure`, `probe`, `placement`,
+//!   `pressure`, `fault`: leaf pieces.
+
+mod run;
+mod serve;
+
+mod kinds;
+
+mod context;
+mod failure;
+mod spawn;
 
 mod codec_work;
-mod echo;
-mod fan;
 mod fault;
-mod logging;
 mod measure;
 mod payload;
 mod peer;
 mod placement;
 mod pressure;
 mod probe;
-mod req_rep;
-mod rpc;
-mod spawn;
-mod udp_load;
 mod verify;
 
-pub use echo::{run_cell, RunOptions};
+pub use context::RunOptions;
 pub use fault::{Fault, FaultKind};
 pub use payload::{pseudo_random_bytes, Payload};
-pub use peer::{serve_if_requested, PeerDelay, PEER_DELAY_CELLS_ENV, PEER_DELAY_ENV, SERVE_ARG};
+pub use peer::{PeerDelay, PEER_DELAY_CELLS_ENV, PEER_DELAY_ENV, SERVE_ARG};
 pub use placement::PIN_ENV;
 pub use probe::core_to_core_ns;
+pub use run::run_cell;
+pub use serve::serve_if_requested;
 pub use spawn::PEER_RUNNER_ENV;
 pub use verify::{compare, Mismatch};

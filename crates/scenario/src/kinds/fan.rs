@@ -13,8 +13,9 @@
 //!   subscriber that is outpaced.
 
 use crate::codec_work::FRAME_SLACK;
-use crate::echo::{peer_epilogue, setup_failure, RunOptions, Tally};
-use crate::peer::{monotonic_ns, PeerRole, ACK_BYTES};
+use crate::context::{RunOptions, Tally};
+use crate::failure::{peer_epilogue, setup_failure};
+use crate::peer::{commit, monotonic_ns, PeerConfig, PeerRole, ACK_BYTES};
 use crate::spawn::PeerProcess;
 use ipc_matrix_codec::{Codec, FrameCodec, SensorFrame};
 use ipc_matrix_results::{Failure, FailureKind};
@@ -346,4 +347,71 @@ pub(crate) fn fan_in(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Re
         }
     }
     Ok(())
+}
+
+/// Fan-out subscriber: check each frame, acknowledge it with its one-way latency.
+pub(crate) fn subscribe(
+    channel: &mut dyn Channel,
+    config: &PeerConfig,
+    codec: Codec,
+    seed: u64,
+    payload: usize,
+) -> Result<(), String> {
+    let mut expected = SensorFrame::sample(seed, 0, payload);
+    let mut message = Vec::new();
+    for index in 0u64.. {
+        let deadline = Instant::now() + config.idle_timeout;
+        channel
+            .recv(&mut message, config.limit, deadline)
+            .map_err(|e| format!("frame {index}: {e}"))?;
+        if message.is_empty() {
+            return Ok(());
+        }
+        let arrived = monotonic_ns();
+        let frame = codec
+            .decode(&message)
+            .map_err(|e| format!("frame {index} is not a {codec} sensor frame: {e}"))?;
+        expected.header.sequence = frame.header.sequence;
+        expected.header.sent_at_ns = frame.header.sent_at_ns;
+        if let Some(difference) = expected.first_difference(&frame) {
+            return Err(format!("frame {index} differs at {difference}"));
+        }
+        let mut ack = frame.header.sequence.to_le_bytes().to_vec();
+        ack.extend_from_slice(
+            &arrived
+                .saturating_sub(frame.header.sent_at_ns)
+                .to_le_bytes(),
+        );
+        if let Some(fault) = config.fault.filter(|f| f.at == index) {
+            commit(fault.kind, &mut ack);
+        }
+        channel
+            .send(&ack, deadline)
+            .map_err(|e| format!("acknowledging frame {index}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Fan-in publisher: stream stamped frames as fast as the channel takes them.
+pub(crate) fn publish(
+    channel: &mut dyn Channel,
+    idle: Duration,
+    codec: Codec,
+    (seed, payload, source): (u64, usize, u32),
+    frames: u64,
+) -> Result<(), String> {
+    let mut frame = SensorFrame::sample(seed, 0, payload);
+    frame.header.source_id = source;
+    let mut encoded = Vec::new();
+    for sequence in 0..frames {
+        frame.header.sequence = sequence;
+        frame.header.sent_at_ns = monotonic_ns();
+        codec.encode(&frame, &mut encoded);
+        channel
+            .send(&encoded, Instant::now() + idle)
+            .map_err(|e| format!("sending frame {sequence}: {e}"))?;
+    }
+    channel
+        .send(&[], Instant::now() + idle)
+        .map_err(|e| format!("saying goodbye: {e}"))
 }

@@ -3,7 +3,8 @@
 //! IPC in a private directory) and the peer's REP socket connects; every request waits for
 //! its echo, which must equal it byte for byte. An empty message says goodbye.
 
-use crate::echo::{round_trip_failure, setup_failure, unclean_stop, RunOptions, Tally};
+use crate::context::{RunOptions, Tally};
+use crate::failure::{round_trip_failure, setup_failure, unclean_stop};
 use crate::fault::Fault;
 use crate::payload::Payload;
 use crate::peer::{commit, spin_for, PeerConfig, PeerRole};

@@ -11,7 +11,8 @@
 //!
 //! The peer and the clients are not pinned: a load test uses the machine as it is.
 
-use crate::echo::{peer_epilogue, setup_failure, RunOptions, Tally};
+use crate::context::{RunOptions, Tally};
+use crate::failure::{peer_epilogue, setup_failure};
 use crate::fault::{Fault, FaultKind};
 use crate::measure::Recorder;
 use crate::payload::pseudo_random_bytes;

@@ -4,9 +4,8 @@
 //! trip and compares the returned bytes with what it sent. Both sides run a
 //! single-threaded tokio runtime, as capnp-rpc objects are not `Send`.
 
-use crate::echo::{
-    peer_epilogue, round_trip_failure, setup_failure, unclean_stop, RunOptions, Tally,
-};
+use crate::context::{RunOptions, Tally};
+use crate::failure::{peer_epilogue, round_trip_failure, setup_failure, unclean_stop};
 use crate::fault::Fault;
 use crate::payload::Payload;
 use crate::peer::{commit, spin_for, PeerConfig, PeerRole};

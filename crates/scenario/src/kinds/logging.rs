@@ -3,7 +3,8 @@
 //! Time is taken per batch of lines; afterwards the file is read back and must equal,
 //! byte for byte, what was logged: nothing lost, nothing reordered, nothing added.
 
-use crate::echo::{setup_failure, Tally};
+use crate::context::Tally;
+use crate::failure::setup_failure;
 use crate::fault::{Fault, FaultKind};
 use ipc_matrix_results::{Failure, FailureKind, LoggingStats};
 use ipc_matrix_spec::{Cell, LogSink};

@@ -1,0 +1,105 @@
+//! What every kind's measuring side is given (the run's options) and what it fills in
+//! (the tally of round trips), shared below the kinds.
+
+use crate::failure::setup_failure;
+use crate::fault::Fault;
+use crate::measure::Recorder;
+use crate::peer::{PeerConfig, PeerDelay, PeerRole};
+use crate::spawn::PeerProcess;
+use ipc_matrix_results::{CodecStages, Failure, LoadStats, LoggingStats};
+use ipc_matrix_spec::Cell;
+use ipc_matrix_transport::PeerAddress;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The binary started as the peer; this process's own binary by default.
+    pub peer_program: PathBuf,
+    /// Deadline for starting the peer and connecting (QEMU start-up is slow).
+    pub setup_timeout: Duration,
+    /// A fault the peer commits, for the harness's own tests.
+    pub fault: Option<Fault>,
+    /// A deliberate slow-down of the peer, to see a regression flagged.
+    pub peer_delay: Option<PeerDelay>,
+}
+
+impl RunOptions {
+    /// The defaults plus what the environment asks for ([`crate::PEER_DELAY_ENV`]).
+    pub fn from_env() -> Result<Self, String> {
+        Ok(Self {
+            peer_delay: PeerDelay::from_env()?,
+            ..Self::default()
+        })
+    }
+
+    /// The peer's configuration for `cell`: what every kind shares (its parent, its idle
+    /// deadline, the fault and the delay asked for); the kind gives the rest.
+    pub(crate) fn peer_config(
+        &self,
+        cell: &Cell,
+        address: PeerAddress,
+        limit: usize,
+        cpu: Option<usize>,
+        role: PeerRole,
+    ) -> PeerConfig {
+        PeerConfig {
+            address,
+            parent: std::process::id(),
+            limit,
+            idle_timeout: self.setup_timeout + cell.timeout * 2,
+            fault: self.fault,
+            delay: self.peer_delay_for(cell),
+            cpu,
+            codec: cell.codec,
+            role,
+        }
+    }
+
+    /// Starts the peer process with `config`.
+    pub(crate) fn start_peer(&self, config: &PeerConfig) -> Result<PeerProcess, Failure> {
+        PeerProcess::spawn(&self.peer_program, config)
+            .map_err(|e| setup_failure(format!("starting the peer: {e}")))
+    }
+
+    pub(crate) fn peer_delay_for(&self, cell: &Cell) -> Option<Duration> {
+        let delay = self.peer_delay.as_ref()?;
+        delay.applies_to(&cell.id).then_some(delay.per_reply)
+    }
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            peer_program: std::env::current_exe().unwrap_or_else(|_| "ipc-matrix".into()),
+            setup_timeout: Duration::from_secs(30),
+            fault: None,
+            peer_delay: None,
+        }
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Tally {
+    pub(crate) recorder: Recorder,
+    pub(crate) first_round_trip: Option<Duration>,
+    pub(crate) codec_stages: Option<CodecStages>,
+    pub(crate) measured_time: Duration,
+    pub(crate) lost: u64,
+    pub(crate) load: Option<LoadStats>,
+    pub(crate) logging: Option<LoggingStats>,
+}
+
+impl Tally {
+    /// Counts round trip `index`: the first is kept as the cold cost, those after the
+    /// warm-up are measured.
+    pub(crate) fn count_round_trip(&mut self, index: u64, warmup: u64, round_trip: Duration) {
+        if index == 0 {
+            self.first_round_trip = Some(round_trip);
+        }
+        if index >= warmup {
+            self.recorder.record(round_trip);
+            self.measured_time += round_trip;
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! Failures as the user reads them: what went wrong, at which round trip, and what
+//! became of the peer (its exit status and stderr).
+
+use crate::spawn::{describe, PeerProcess};
+use ipc_matrix_results::{Failure, FailureKind};
+use std::time::{Duration, Instant};
+
+pub(crate) fn setup_failure(reason: String) -> Failure {
+    Failure {
+        kind: FailureKind::Setup,
+        round_trip: None,
+        reason,
+    }
+}
+
+/// A failure of round trip `index` of `total` (the first `warmup` are warm-up), with what
+/// became of the peer.
+pub(crate) fn round_trip_failure(
+    peer: &mut PeerProcess,
+    (index, total, warmup): (u64, u64, u64),
+    kind: FailureKind,
+    what: String,
+) -> Failure {
+    let phase = if index < warmup { " (warm-up)" } else { "" };
+    Failure {
+        kind,
+        round_trip: Some(index),
+        reason: format!(
+            "round trip {index} of {total}{phase}: {what}{}",
+            peer_epilogue(peer)
+        ),
+    }
+}
+
+/// The peer did not exit cleanly after its goodbye; `what` says how.
+pub(crate) fn unclean_stop(peer: &mut PeerProcess, what: String) -> Failure {
+    Failure {
+        kind: FailureKind::Shutdown,
+        round_trip: None,
+        reason: format!(
+            "the peer did not stop cleanly after the last round trip ({what}){}",
+            peer_epilogue(peer)
+        ),
+    }
+}
+
+/// "; the peer exited (exit status 3); its stderr: ..." when there is something to say.
+pub(crate) fn peer_epilogue(peer: &mut PeerProcess) -> String {
+    // A peer that just failed may take a moment to exit; give it that moment.
+    let status = peer.wait_until(Instant::now() + Duration::from_millis(200));
+    let stderr = peer.stop();
+    let mut out = String::new();
+    if let Some(status) = status {
+        out.push_str(&format!("; the peer exited ({})", describe(status)));
+    }
+    if !stderr.is_empty() {
+        out.push_str(&format!("; its stderr: {stderr}"));
+    }
+    out
+}

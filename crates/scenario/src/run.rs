@@ -1,0 +1,98 @@
+//! The cell runner: one cell from start to result. It pins the measuring thread, probes
+//! the machine before and after, dispatches to the cell's kind and turns the tally into
+//! a [`CellResult`].
+
+use crate::context::{RunOptions, Tally};
+use crate::kinds::{echo, fan, logging, req_rep, rpc, udp_load};
+use crate::placement::{self, PinnedThread};
+use crate::pressure::PressureMeter;
+use crate::probe::core_to_core_ns;
+use ipc_matrix_results::{
+    CellResult, Environment, Outcome, Placement, Throughput, RESULT_SCHEMA_VERSION,
+};
+use ipc_matrix_spec::{Cell, ScenarioKind};
+use std::time::{Instant, SystemTime};
+
+/// Runs one cell to the end and describes what happened; never panics on a bad peer.
+pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
+    let started = Instant::now();
+    let environment = Environment::capture();
+    // A load cell runs many threads on each side: it uses the machine as it is.
+    let mut placement = match cell.kind {
+        ScenarioKind::UdpLoad => Placement::default(),
+        _ => placement::choose(),
+    };
+    let pinned = PinnedThread::pin(placement.measurer_cpu);
+    if pinned.is_err() {
+        placement = Placement::default();
+    }
+    let probe = || pinned.is_ok().then(|| core_to_core_ns(placement)).flatten();
+    let probe_before = probe();
+    let mut tally = Tally::default();
+    let pressure = PressureMeter::start();
+    let failure = match cell.kind {
+        ScenarioKind::FanOut => fan::fan_out(cell, options, &mut tally),
+        ScenarioKind::FanIn => fan::fan_in(cell, options, &mut tally),
+        ScenarioKind::UdpLoad => udp_load::udp_load(cell, options, &mut tally),
+        ScenarioKind::Rpc => rpc::rpc(cell, options, placement.peer_cpu, &mut tally),
+        ScenarioKind::ReqRep => req_rep::req_rep(cell, options, placement.peer_cpu, &mut tally),
+        ScenarioKind::Logging => {
+            logging::logging(cell, &placement.cpus(), options.fault, &mut tally)
+        }
+        _ => echo::echo(cell, options, placement.peer_cpu, &mut tally),
+    }
+    .err();
+    let cpu_pressure = pressure.share();
+    // Again after the cell: the host may move the CPUs while it runs.
+    let probe_after = probe();
+    drop(pinned);
+    let recorder = &tally.recorder;
+    let measured = recorder.count();
+    let seconds = tally.measured_time.as_secs_f64();
+    let per_second = |n: f64| (seconds > 0.0).then(|| n / seconds);
+    // Operations per second: round trips; lines for a logging cell; answered requests
+    // for a load cell (whose time is the sending time of all clients together).
+    let (operations, moved_bytes) = match (&tally.logging, &tally.load) {
+        (Some(logging), _) => (logging.lines as f64, logging.bytes as f64),
+        (None, Some(load)) => (
+            load.answered as f64,
+            2.0 * cell.payload_bytes as f64 * load.answered as f64,
+        ),
+        (None, None) => (
+            measured as f64,
+            2.0 * cell.payload_bytes as f64 * measured as f64,
+        ),
+    };
+    CellResult {
+        schema_version: RESULT_SCHEMA_VERSION,
+        leg: environment.leg(),
+        cell: cell.clone(),
+        outcome: Outcome {
+            passed: failure.is_none(),
+            failure,
+        },
+        measured_round_trips: measured,
+        lost: tally.lost,
+        latency_ns: recorder.stats(),
+        samples_ns: recorder.samples().to_vec(),
+        codec_ns: tally.codec_stages,
+        first_round_trip_ns: tally.first_round_trip.map(|d| d.as_nanos() as u64),
+        placement,
+        core_to_core_ns: probe_before,
+        core_to_core_after_ns: probe_after,
+        cpu_pressure,
+        peer_delay_us: options.peer_delay_for(cell).map(|d| d.as_micros() as u64),
+        load: tally.load,
+        logging: tally.logging,
+        round_trips_per_sec: per_second(operations),
+        throughput: per_second(moved_bytes).map(|bytes| Throughput {
+            mb_per_s: bytes / 1e6,
+            mbit_per_s: bytes * 8.0 / 1e6,
+        }),
+        wall_seconds: started.elapsed().as_secs_f64(),
+        finished_at_unix: SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        environment,
+    }
+}
