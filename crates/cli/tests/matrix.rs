@@ -214,7 +214,61 @@ fn fault_trials() -> Vec<Trial> {
         println!("{}: failed as expected: {}", cell.id, failure.reason);
         Ok(())
     }));
+    trials.extend(overflow_trials());
     trials
+}
+
+/// `warmup + iterations` that overflow 64 bits, one cell of every kind: each must fail at
+/// set-up, never pass with nothing measured and never hang.
+fn overflow_trials() -> Vec<Trial> {
+    let kinds = [
+        (ScenarioKind::Echo, TransportKind::Tcp),
+        (ScenarioKind::Codec, TransportKind::Tcp),
+        (ScenarioKind::Rpc, TransportKind::Tcp),
+        (ScenarioKind::ReqRep, TransportKind::Tcp),
+        (ScenarioKind::FanOut, TransportKind::Tcp),
+        (ScenarioKind::FanIn, TransportKind::Tcp),
+        (ScenarioKind::UdpLoad, TransportKind::Udp),
+        (ScenarioKind::Logging, TransportKind::File),
+    ];
+    kinds
+        .into_iter()
+        .map(|(kind, transport)| {
+            let mut cell = fault_cell(transport, None);
+            cell.kind = kind;
+            cell.iterations = 1;
+            cell.warmup = u64::MAX;
+            if kind.uses_codecs() {
+                cell.codec = Some(CodecKind::Capnp);
+            }
+            cell.load = (kind == ScenarioKind::UdpLoad).then_some(LoadShape {
+                clients: 1,
+                server_threads: 1,
+                duration: Duration::from_millis(200),
+            });
+            cell.sink = (kind == ScenarioKind::Logging).then_some(LogSink::Buffered);
+            cell.id = format!("{CELL_GROUP_FAULT}::overflow::{}", kind.as_str());
+            Trial::test(cell.id.clone(), move || {
+                let result = run_cell(&cell, &RunOptions::default());
+                let failure = result.outcome.failure.ok_or_else(|| {
+                    format!(
+                        "passed with warmup {} + iterations 1 ({} round trips measured)",
+                        u64::MAX,
+                        result.measured_round_trips
+                    )
+                })?;
+                if failure.kind != FailureKind::Setup || !failure.reason.contains("overflow") {
+                    return Err(format!(
+                        "expected a set-up failure naming the overflow, got {:?}: {}",
+                        failure.kind, failure.reason
+                    )
+                    .into());
+                }
+                println!("{}: failed as expected: {}", cell.id, failure.reason);
+                Ok(())
+            })
+        })
+        .collect()
 }
 
 fn check_load_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {

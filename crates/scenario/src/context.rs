@@ -25,7 +25,7 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
-    /// The defaults plus what the environment asks for ([`crate::PEER_DELAY_ENV`]).
+    /// The defaults plus what the environment asks for ([`crate::peer::PEER_DELAY_ENV`]).
     pub fn from_env() -> Result<Self, String> {
         Ok(Self {
             peer_delay: PeerDelay::from_env()?,

@@ -1,8 +1,9 @@
 //! Failures as the user reads them: what went wrong, at which round trip, and what
 //! became of the peer (its exit status and stderr).
 
-use crate::spawn::{describe, PeerProcess};
+use crate::spawn::{describe, PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_results::{Failure, FailureKind};
+use ipc_matrix_transport::TransportError;
 use std::time::{Duration, Instant};
 
 pub(crate) fn setup_failure(reason: String) -> Failure {
@@ -57,4 +58,34 @@ pub(crate) fn peer_epilogue(peer: &mut PeerProcess) -> String {
         out.push_str(&format!("; its stderr: {stderr}"));
     }
     out
+}
+
+/// What a transport error says about the peer: a deadline passed, the peer is gone, or it
+/// broke the protocol.
+pub(crate) fn transport_failure_kind(e: &TransportError) -> FailureKind {
+    match e {
+        TransportError::Timeout { .. } => FailureKind::Timeout,
+        TransportError::Closed | TransportError::PeerGone(_) | TransportError::Io { .. } => {
+            FailureKind::PeerGone
+        }
+        TransportError::TooLarge { .. } | TransportError::Corrupt(_) => FailureKind::Protocol,
+    }
+}
+
+/// After its goodbye was `said` (or not), the peer must exit cleanly by `deadline`
+/// (at most [`GOODBYE_WITHIN`] from the goodbye).
+pub(crate) fn expect_clean_exit(
+    peer: &mut PeerProcess,
+    said: Result<(), String>,
+    deadline: Instant,
+) -> Result<(), Failure> {
+    match (said, peer.wait_until(deadline)) {
+        (Ok(()), Some(status)) if status.success() => Ok(()),
+        (Err(e), _) => Err(unclean_stop(peer, e)),
+        (Ok(()), Some(status)) => Err(unclean_stop(peer, describe(status))),
+        (Ok(()), None) => Err(unclean_stop(
+            peer,
+            format!("still running {GOODBYE_WITHIN:?} after its goodbye"),
+        )),
+    }
 }

@@ -4,10 +4,15 @@
 //!
 //! The modules read from the top down; none imports one above it:
 //!
-//! - `run` (the cell runner) and `serve` (the peer's entry point): the two front doors.
-//! - `kinds/*`: one module per scenario kind, its measuring side and its serving side.
+//! - `run` (the cell runner: an exhaustive match on the kind) and `serve` (the peer's
+//!   entry point, dispatching on its role): the two front doors.
+//! - `kinds/*`: one module per scenario kind, its measuring side and its serving side;
+//!   no kind imports another.
+//! - `round_trip`: the one measuring loop of the request/reply kinds (echo, bulk, codec,
+//!   rpc, req-rep), which implement its `Endpoint` trait (send, receive, goodbye).
 //! - `context`, `failure`, `spawn`: the run's options and tally, failures as the user reads
-//!   them, the peer process.
+//!   them (one transport-error mapping, one clean-exit check), the peer process (one
+//!   goodbye deadline).
 //! - `peer`, `verify`, `payload`, `codec_work`, `measure`, `probe`, `placement`,
 //!   `pressure`, `fault`: leaf pieces.
 
@@ -15,6 +20,8 @@ mod run;
 mod serve;
 
 mod kinds;
+
+mod round_trip;
 
 mod context;
 mod failure;

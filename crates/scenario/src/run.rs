@@ -8,7 +8,8 @@ use crate::placement::{self, PinnedThread};
 use crate::pressure::PressureMeter;
 use crate::probe::core_to_core_ns;
 use ipc_matrix_results::{
-    CellResult, Environment, Outcome, Placement, Throughput, RESULT_SCHEMA_VERSION,
+    CellResult, Environment, Failure, FailureKind, Outcome, Placement, Throughput,
+    RESULT_SCHEMA_VERSION,
 };
 use ipc_matrix_spec::{Cell, ScenarioKind};
 use std::time::{Instant, SystemTime};
@@ -31,6 +32,9 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     let mut tally = Tally::default();
     let pressure = PressureMeter::start();
     let failure = match cell.kind {
+        ScenarioKind::Echo | ScenarioKind::Bulk | ScenarioKind::Codec => {
+            echo::echo(cell, options, placement.peer_cpu, &mut tally)
+        }
         ScenarioKind::FanOut => fan::fan_out(cell, options, &mut tally),
         ScenarioKind::FanIn => fan::fan_in(cell, options, &mut tally),
         ScenarioKind::UdpLoad => udp_load::udp_load(cell, options, &mut tally),
@@ -39,8 +43,8 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         ScenarioKind::Logging => {
             logging::logging(cell, &placement.cpus(), options.fault, &mut tally)
         }
-        _ => echo::echo(cell, options, placement.peer_cpu, &mut tally),
     }
+    .and_then(|()| measured_all(cell, &tally))
     .err();
     let cpu_pressure = pressure.share();
     // Again after the cell: the host may move the CPUs while it runs.
@@ -95,4 +99,34 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
             .map_or(0, |d| d.as_secs()),
         environment,
     }
+}
+
+/// A cell that measured fewer round trips (frames) than it declared never passes, whatever
+/// its kind reported: lost ones count as accounted for, nothing else does.
+fn measured_all(cell: &Cell, tally: &Tally) -> Result<(), Failure> {
+    let declared = match cell.kind {
+        ScenarioKind::Echo
+        | ScenarioKind::Bulk
+        | ScenarioKind::Codec
+        | ScenarioKind::Rpc
+        | ScenarioKind::ReqRep
+        | ScenarioKind::FanOut
+        | ScenarioKind::FanIn => cell.iterations,
+        // A load cell runs for its duration (`iterations` only caps it); a logging cell
+        // reads its whole file back and compares it, line by line.
+        ScenarioKind::UdpLoad | ScenarioKind::Logging => return Ok(()),
+    };
+    let accounted = tally.recorder.count().saturating_add(tally.lost);
+    if accounted >= declared {
+        return Ok(());
+    }
+    Err(Failure {
+        kind: FailureKind::Setup,
+        round_trip: None,
+        reason: format!(
+            "measured {} and lost {} of the {declared} round trips declared; a cell that measured less than it declared does not pass",
+            tally.recorder.count(),
+            tally.lost
+        ),
+    })
 }

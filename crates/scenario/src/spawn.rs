@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 /// A command prefix that runs the peer binary, e.g. `qemu-aarch64 -L /usr/aarch64-linux-gnu`
 /// for an emulated target; empty or unset runs it directly.
 pub const PEER_RUNNER_ENV: &str = "IPC_MATRIX_PEER_RUNNER";
+/// How long a peer may take to exit after its goodbye, in every kind.
+pub(crate) const GOODBYE_WITHIN: Duration = Duration::from_secs(5);
 /// At most this much of the peer's stderr is kept.
 const STDERR_KEEP: usize = 16 * 1024;
 

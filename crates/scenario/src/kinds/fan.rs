@@ -14,9 +14,9 @@
 
 use crate::codec_work::FRAME_SLACK;
 use crate::context::{RunOptions, Tally};
-use crate::failure::{peer_epilogue, setup_failure};
+use crate::failure::{peer_epilogue, setup_failure, transport_failure_kind};
 use crate::peer::{commit, monotonic_ns, PeerConfig, PeerRole, ACK_BYTES};
-use crate::spawn::PeerProcess;
+use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_codec::{Codec, FrameCodec, SensorFrame};
 use ipc_matrix_results::{Failure, FailureKind};
 use ipc_matrix_spec::Cell;
@@ -41,6 +41,17 @@ fn sizes(cell: &Cell) -> Result<(usize, usize), Failure> {
         ))
     })?;
     Ok((payload, payload + FRAME_SLACK))
+}
+
+/// Warm-up and measured frames together; checked, so a count that overflows is a set-up
+/// failure rather than a cell that measured nothing.
+fn total_frames(cell: &Cell) -> Result<u64, Failure> {
+    cell.warmup.checked_add(cell.iterations).ok_or_else(|| {
+        setup_failure(format!(
+            "warmup {} + iterations {} overflow a 64-bit count",
+            cell.warmup, cell.iterations
+        ))
+    })
 }
 
 fn codec_of(cell: &Cell) -> Result<Codec, Failure> {
@@ -105,17 +116,13 @@ fn transport_failure(
     doing: &str,
     e: &TransportError,
 ) -> Failure {
-    let kind = match e {
-        TransportError::Timeout { .. } => FailureKind::Timeout,
-        TransportError::TooLarge { .. } | TransportError::Corrupt(_) => FailureKind::Protocol,
-        _ => FailureKind::PeerGone,
-    };
+    let kind = transport_failure_kind(e);
     failure(linked, k, index, kind, format!("{doing}: {e}"))
 }
 
 /// Says goodbye to every peer and expects each to exit cleanly.
 fn goodbye(linked: &mut [Linked]) -> Result<(), Failure> {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + GOODBYE_WITHIN;
     for (k, link) in linked.iter_mut().enumerate() {
         let sent = link.channel.send(&[], deadline);
         let status = link.peer.wait_until(deadline);
@@ -132,15 +139,15 @@ fn goodbye(linked: &mut [Linked]) -> Result<(), Failure> {
 }
 
 fn enforce_loss(cell: &Cell, total: u64, dropped: u64) -> Result<(), Failure> {
-    let allowed = (cell.max_loss * (total * PEERS as u64) as f64).floor() as u64;
+    let sent = total.saturating_mul(PEERS as u64);
+    let allowed = (cell.max_loss * sent as f64).floor() as u64;
     if dropped > allowed {
         return Err(Failure {
             kind: FailureKind::Timeout,
             round_trip: None,
             reason: format!(
                 "{dropped} of {} frames were dropped; at most {allowed} may be (max_loss {})",
-                total * PEERS as u64,
-                cell.max_loss
+                sent, cell.max_loss
             ),
         });
     }
@@ -157,7 +164,7 @@ pub(crate) fn fan_out(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> R
     let mut linked = link(cell, options, [role; PEERS])?;
     let mut frame = SensorFrame::sample(cell.seed, 0, payload);
     let (mut encoded, mut ack) = (Vec::new(), Vec::new());
-    let total = cell.warmup + cell.iterations;
+    let total = total_frames(cell)?;
     let mut dropped_in_a_row = [0u64; PEERS];
     let started = Instant::now();
     for index in 0..total {
@@ -251,7 +258,7 @@ pub(crate) fn fan_out(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> R
 pub(crate) fn fan_in(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Result<(), Failure> {
     let codec = codec_of(cell)?;
     let (payload, max_message) = sizes(cell)?;
-    let total = cell.warmup + cell.iterations;
+    let total = total_frames(cell)?;
     let publisher = |source: u32| PeerRole::Publisher {
         seed: cell.seed,
         payload,
@@ -333,7 +340,7 @@ pub(crate) fn fan_in(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Re
     tally.measured_time = started.elapsed();
     enforce_loss(cell, total, tally.lost)?;
     // Publishers exit after their goodbye; make sure they did, cleanly.
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + GOODBYE_WITHIN;
     for (k, link) in linked.iter_mut().enumerate() {
         if !link.peer.wait_until(deadline).is_some_and(|s| s.success()) {
             let epilogue = peer_epilogue(&mut link.peer);

@@ -115,7 +115,11 @@ pub(crate) fn logging(
         .ok_or_else(|| setup_failure("a logging cell names its sink".into()))?;
     let line_bytes = usize::try_from(cell.payload_bytes)
         .map_err(|_| setup_failure("the line length does not fit in memory here".into()))?;
-    let lines = LogLines::new(cell.warmup + cell.iterations, line_bytes);
+    let total = cell
+        .warmup
+        .checked_add(cell.iterations)
+        .ok_or_else(|| setup_failure("warmup + iterations overflow a 64-bit count".into()))?;
+    let lines = LogLines::new(total, line_bytes);
     let dir = PrivateDir::create()
         .map_err(|e| setup_failure(format!("creating a private directory: {e}")))?;
     let file_name = "cell.log";

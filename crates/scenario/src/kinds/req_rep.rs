@@ -4,12 +4,11 @@
 //! its echo, which must equal it byte for byte. An empty message says goodbye.
 
 use crate::context::{RunOptions, Tally};
-use crate::failure::{round_trip_failure, setup_failure, unclean_stop};
+use crate::failure::{expect_clean_exit, setup_failure};
 use crate::fault::Fault;
-use crate::payload::Payload;
 use crate::peer::{commit, spin_for, PeerConfig, PeerRole};
-use crate::spawn::PeerProcess;
-use crate::verify::compare;
+use crate::round_trip::{self, Answer, Broken, Endpoint, Requests};
+use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_results::{Failure, FailureKind};
 use ipc_matrix_spec::{Cell, TransportKind};
 use ipc_matrix_transport::{process_alive, PeerAddress, PrivateDir};
@@ -50,8 +49,8 @@ pub(crate) fn req_rep(
         .set_linger(0)
         .and_then(|()| socket.set_maxmsgsize((len + REPLY_SLACK) as i64))
         .map_err(|e| zmq_setup("setting socket options", e))?;
-    // Kept until the cell ends; removed with its socket file when dropped.
-    let mut _private_dir = None;
+    // Holds the IPC socket file until the peer has connected (its first reply).
+    let mut private_dir = None;
     let address = match cell.transport {
         TransportKind::Tcp => {
             socket
@@ -76,7 +75,7 @@ pub(crate) fn req_rep(
             socket
                 .bind(&endpoint)
                 .map_err(|e| zmq_setup(&format!("binding {endpoint}"), e))?;
-            _private_dir = Some(dir);
+            private_dir = Some(dir);
             address
         }
         other => return Err(setup_failure(format!("req-rep does not run over {other}"))),
@@ -89,57 +88,90 @@ pub(crate) fn req_rep(
         peer_cpu,
         PeerRole::ZmqReply,
     );
-    let mut peer = options.start_peer(&config)?;
+    let peer = options.start_peer(&config)?;
+    let mut endpoint = ZmqEndpoint {
+        socket,
+        peer,
+        reply: zmq::Message::new(),
+        connecting: Some(options.setup_timeout),
+        private_dir,
+    };
+    round_trip::measure(cell, &mut endpoint, Requests::of(cell, len), tally)
+}
 
-    let total = cell.warmup + cell.iterations;
-    let mut payload = Payload::new(cell.seed, len);
-    let mut reply = zmq::Message::new();
-    for index in 0..total {
-        // The first request also waits for the peer to start and connect.
-        let timeout = match index {
-            0 => options.setup_timeout + cell.timeout,
-            _ => cell.timeout,
-        };
-        payload.stamp(index);
-        let started = Instant::now();
-        let deadline = started + timeout;
-        let failed = |peer: &mut PeerProcess, kind, what: String| {
-            round_trip_failure(peer, (index, total, cell.warmup), kind, what)
-        };
-        wait_for(&socket, zmq::POLLOUT, deadline, &mut peer)
-            .and_then(|()| {
-                socket
-                    .send(payload.bytes(), zmq::DONTWAIT)
-                    .map_err(|e| (FailureKind::PeerGone, format!("sending the request: {e}")))
-            })
-            .and_then(|()| wait_for(&socket, zmq::POLLIN, deadline, &mut peer))
-            .and_then(|()| {
-                socket
-                    .recv(&mut reply, zmq::DONTWAIT)
-                    .map_err(|e| (FailureKind::Protocol, format!("receiving the reply: {e}")))
-            })
-            .map_err(|(kind, what)| {
-                let limit = match kind {
-                    FailureKind::Timeout => format!(" (timeout {timeout:?})"),
-                    _ => String::new(),
-                };
-                failed(&mut peer, kind, format!("{what}{limit}"))
-            })?;
-        let round_trip = started.elapsed();
-        if reply.get_more() {
-            return Err(failed(
-                &mut peer,
+/// The measuring side's REQ socket, bound, with the REP peer connecting to it.
+struct ZmqEndpoint {
+    socket: zmq::Socket,
+    peer: PeerProcess,
+    reply: zmq::Message,
+    /// Until the first reply, the peer may still be starting and connecting: the first
+    /// round trip may take this much longer.
+    connecting: Option<Duration>,
+    /// The IPC socket file's private directory; removed once the peer has connected.
+    private_dir: Option<PrivateDir>,
+}
+
+impl ZmqEndpoint {
+    fn extended(&self, deadline: Instant) -> Instant {
+        deadline + self.connecting.unwrap_or_default()
+    }
+}
+
+impl Endpoint for ZmqEndpoint {
+    fn send(&mut self, request: &[u8], deadline: Instant) -> Result<(), Broken> {
+        let deadline = self.extended(deadline);
+        wait_for(&self.socket, zmq::POLLOUT, deadline, &mut self.peer)?;
+        self.socket
+            .send(request, zmq::DONTWAIT)
+            .map_err(|e| (FailureKind::PeerGone, format!("sending the request: {e}")))
+    }
+
+    fn receive(&mut self, deadline: Instant) -> Result<Answer, Broken> {
+        let deadline = self.extended(deadline);
+        wait_for(&self.socket, zmq::POLLIN, deadline, &mut self.peer)?;
+        self.socket
+            .recv(&mut self.reply, zmq::DONTWAIT)
+            .map_err(|e| (FailureKind::Protocol, format!("receiving the reply: {e}")))?;
+        if self.reply.get_more() {
+            return Err((
                 FailureKind::Protocol,
                 "the reply has more than one part".into(),
             ));
         }
-        if let Err(mismatch) = compare(payload.bytes(), &reply) {
-            let kind = mismatch.failure_kind();
-            return Err(failed(&mut peer, kind, mismatch.to_string()));
-        }
-        tally.count_round_trip(index, cell.warmup, round_trip);
+        // The peer is connected: its socket file is no longer needed.
+        self.connecting = None;
+        self.private_dir = None;
+        Ok(Answer::Replied)
     }
-    goodbye(&socket, &mut peer)
+
+    fn reply(&self) -> Result<&[u8], Broken> {
+        Ok(&self.reply)
+    }
+
+    fn peer(&mut self) -> &mut PeerProcess {
+        &mut self.peer
+    }
+
+    /// An empty request says goodbye; the peer echoes it and exits.
+    fn goodbye(&mut self) -> Result<(), Failure> {
+        let deadline = Instant::now() + GOODBYE_WITHIN;
+        let (socket, peer) = (&self.socket, &mut self.peer);
+        let said = wait_for(socket, zmq::POLLOUT, deadline, peer)
+            .and_then(|()| {
+                socket
+                    .send(&[][..], zmq::DONTWAIT)
+                    .map_err(|e| (FailureKind::Shutdown, e.to_string()))
+            })
+            .and_then(|()| wait_for(socket, zmq::POLLIN, deadline, peer))
+            .and_then(|()| {
+                socket
+                    .recv_bytes(zmq::DONTWAIT)
+                    .map(|_| ())
+                    .map_err(|e| (FailureKind::Shutdown, e.to_string()))
+            })
+            .map_err(|(_, e)| format!("goodbye not answered: {e}"));
+        expect_clean_exit(&mut self.peer, said, deadline)
+    }
 }
 
 /// Waits until `socket` is ready for `events`; a timeout or a dead peer is an error.
@@ -177,35 +209,6 @@ fn wait_for(
                 ),
             ));
         }
-    }
-}
-
-/// An empty request says goodbye; the peer echoes it and exits.
-fn goodbye(socket: &zmq::Socket, peer: &mut PeerProcess) -> Result<(), Failure> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let said = wait_for(socket, zmq::POLLOUT, deadline, peer)
-        .and_then(|()| {
-            socket
-                .send(&[][..], zmq::DONTWAIT)
-                .map_err(|e| (FailureKind::Shutdown, e.to_string()))
-        })
-        .and_then(|()| wait_for(socket, zmq::POLLIN, deadline, peer))
-        .and_then(|()| {
-            socket
-                .recv_bytes(zmq::DONTWAIT)
-                .map(|_| ())
-                .map_err(|e| (FailureKind::Shutdown, e.to_string()))
-        });
-    match (said, peer.wait_until(deadline)) {
-        (Ok(()), Some(status)) if status.success() => Ok(()),
-        (said, status) => Err(unclean_stop(
-            peer,
-            match (said, status) {
-                (Err((_, e)), _) => format!("goodbye not answered: {e}"),
-                (_, Some(status)) => crate::spawn::describe(status),
-                (_, None) => "still running after 5s".into(),
-            },
-        )),
     }
 }
 

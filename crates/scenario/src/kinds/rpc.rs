@@ -5,12 +5,12 @@
 //! single-threaded tokio runtime, as capnp-rpc objects are not `Send`.
 
 use crate::context::{RunOptions, Tally};
-use crate::failure::{peer_epilogue, round_trip_failure, setup_failure, unclean_stop};
+use crate::failure::{expect_clean_exit, peer_epilogue, setup_failure};
 use crate::fault::Fault;
-use crate::payload::Payload;
 use crate::peer::{commit, spin_for, PeerConfig, PeerRole};
-use crate::spawn::PeerProcess;
-use crate::verify::compare;
+use crate::round_trip::{self, Answer, Broken, Endpoint, Requests};
+use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
+use capnp::capability::{Promise, Response};
 use capnp::message::ReaderOptions;
 use capnp_rpc::{rpc_twoparty_capnp::Side, twoparty, RpcSystem};
 use futures::io::{BufReader, BufWriter};
@@ -23,6 +23,8 @@ use std::cell::Cell as Counter;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::runtime::Runtime;
+use tokio::task::{JoinHandle, LocalSet};
 use tokio_util::compat::TokioAsyncReadCompatExt;
 
 /// How often a wait looks whether the peer is still alive.
@@ -70,8 +72,17 @@ pub(crate) fn rpc(
     tally: &mut Tally,
 ) -> Result<(), Failure> {
     let runtime = runtime().map_err(setup_failure)?;
-    let local = tokio::task::LocalSet::new();
-    local.block_on(&runtime, call_echo(cell, options, peer_cpu, tally))
+    let local = LocalSet::new();
+    let len = cell.payload_bytes as usize;
+    let connected = local.block_on(&runtime, connect_peer(cell, options, peer_cpu, len))?;
+    let mut endpoint = RpcEndpoint {
+        runtime,
+        local,
+        connected,
+        pending: None,
+        response: None,
+    };
+    round_trip::measure(cell, &mut endpoint, Requests::of(cell, len), tally)
 }
 
 enum Listener {
@@ -79,13 +90,21 @@ enum Listener {
     Local(tokio::net::UnixListener),
 }
 
-async fn call_echo(
+/// The RPC connection to a started peer, with the client of its `Echo` object.
+struct Connected {
+    peer: PeerProcess,
+    client: Option<echo::Client>,
+    disconnector: capnp_rpc::Disconnector<twoparty::VatId>,
+    system: JoinHandle<Result<(), capnp::Error>>,
+}
+
+/// Opens the listener, starts the peer and waits for it to connect.
+async fn connect_peer(
     cell: &Cell,
     options: &RunOptions,
     peer_cpu: Option<usize>,
-    tally: &mut Tally,
-) -> Result<(), Failure> {
-    let len = cell.payload_bytes as usize;
+    len: usize,
+) -> Result<Connected, Failure> {
     let listen_failure = |e: std::io::Error| setup_failure(format!("opening the listener: {e}"));
     // Holds the socket file of a local listener; removed once the peer is connected.
     let mut private_dir = None;
@@ -144,65 +163,106 @@ async fn call_echo(
     let client: echo::Client = rpc_system.bootstrap(Side::Server);
     let disconnector = rpc_system.get_disconnector();
     let system = tokio::task::spawn_local(rpc_system);
+    Ok(Connected {
+        peer,
+        client: Some(client),
+        disconnector,
+        system,
+    })
+}
 
-    let total = cell.warmup + cell.iterations;
-    let mut payload = Payload::new(cell.seed, len);
-    for index in 0..total {
-        payload.stamp(index);
-        let failed = |peer: &mut PeerProcess, kind, what: String| {
-            round_trip_failure(peer, (index, total, cell.warmup), kind, what)
-        };
-        let started = Instant::now();
-        let mut request = client.send_raw_data_request();
-        request.get().set_data(payload.bytes());
-        let response = match tokio::time::timeout(cell.timeout, request.send().promise).await {
-            Ok(Ok(response)) => response,
+type EchoResponse = Response<echo::send_raw_data_results::Owned>;
+
+/// The measuring side: one `sendRawData` call per round trip, driven on a
+/// single-threaded runtime between calls.
+struct RpcEndpoint {
+    runtime: Runtime,
+    local: LocalSet,
+    connected: Connected,
+    pending: Option<Promise<EchoResponse, capnp::Error>>,
+    response: Option<EchoResponse>,
+}
+
+impl Endpoint for RpcEndpoint {
+    fn send(&mut self, request: &[u8], _deadline: Instant) -> Result<(), Broken> {
+        let client = self.connected.client.as_ref().ok_or_else(|| {
+            (
+                FailureKind::Protocol,
+                "the connection was already closed".into(),
+            )
+        })?;
+        let mut call = client.send_raw_data_request();
+        call.get().set_data(request);
+        // The call goes out when the runtime next runs, while waiting for its reply.
+        self.pending = Some(call.send().promise);
+        self.response = None;
+        Ok(())
+    }
+
+    fn receive(&mut self, deadline: Instant) -> Result<Answer, Broken> {
+        let pending = self
+            .pending
+            .take()
+            .ok_or_else(|| (FailureKind::Protocol, "no call in flight".into()))?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        // The timer is made inside the runtime: tokio's timers need its context.
+        let answered = self.local.block_on(&self.runtime, async move {
+            tokio::time::timeout(left, pending).await
+        });
+        match answered {
+            Ok(Ok(response)) => {
+                self.response = Some(response);
+                Ok(Answer::Replied)
+            }
             Ok(Err(e)) => {
                 let kind = match e.kind {
                     capnp::ErrorKind::Disconnected => FailureKind::PeerGone,
                     _ => FailureKind::Protocol,
                 };
-                return Err(failed(&mut peer, kind, format!("the call failed: {e}")));
+                Err((kind, format!("the call failed: {e}")))
             }
-            Err(_) => {
-                return Err(failed(
-                    &mut peer,
-                    FailureKind::Timeout,
-                    format!("no reply before the deadline (timeout {:?})", cell.timeout),
-                ))
-            }
-        };
-        let round_trip = started.elapsed();
-        let data = response.get().and_then(|r| r.get_data()).map_err(|e| {
-            failed(
-                &mut peer,
-                FailureKind::Protocol,
-                format!("reading the reply: {e}"),
-            )
-        })?;
-        if let Err(mismatch) = compare(payload.bytes(), data) {
-            let kind = mismatch.failure_kind();
-            return Err(failed(&mut peer, kind, mismatch.to_string()));
+            Err(_) => Err((FailureKind::Timeout, "no reply before the deadline".into())),
         }
-        tally.count_round_trip(index, cell.warmup, round_trip);
     }
 
-    // Goodbye: disconnect; the peer's RPC system ends and the peer exits.
-    drop(client);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let disconnected = tokio::time::timeout(Duration::from_secs(5), disconnector).await;
-    system.abort();
-    match (disconnected, peer.wait_until(deadline)) {
-        (Ok(Ok(())), Some(status)) if status.success() => Ok(()),
-        (disconnected, status) => Err(unclean_stop(
-            &mut peer,
-            match (disconnected, status) {
-                (Err(_), _) => "the disconnect did not finish within 5s".to_string(),
-                (Ok(Err(e)), _) => format!("disconnecting: {e}"),
-                (_, Some(status)) => crate::spawn::describe(status),
-                (_, None) => "still running after 5s".into(),
-            },
-        )),
+    fn reply(&self) -> Result<&[u8], Broken> {
+        let response = self
+            .response
+            .as_ref()
+            .ok_or_else(|| (FailureKind::Protocol, "no reply received".into()))?;
+        response
+            .get()
+            .and_then(|r| r.get_data())
+            .map_err(|e| (FailureKind::Protocol, format!("reading the reply: {e}")))
+    }
+
+    fn peer(&mut self) -> &mut PeerProcess {
+        &mut self.connected.peer
+    }
+
+    /// Goodbye: disconnect; the peer's RPC system ends and the peer exits.
+    fn goodbye(&mut self) -> Result<(), Failure> {
+        let deadline = Instant::now() + GOODBYE_WITHIN;
+        self.response = None;
+        self.connected.client = None;
+        let Connected {
+            disconnector,
+            system,
+            peer,
+            ..
+        } = &mut self.connected;
+        let disconnected = self.local.block_on(&self.runtime, async {
+            tokio::time::timeout(GOODBYE_WITHIN, disconnector).await
+        });
+        system.abort();
+        let said = match disconnected {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(format!("disconnecting: {e}")),
+            Err(_) => Err(format!(
+                "the disconnect did not finish within {GOODBYE_WITHIN:?}"
+            )),
+        };
+        expect_clean_exit(peer, said, deadline)
     }
 }
 

@@ -17,7 +17,7 @@ use crate::fault::{Fault, FaultKind};
 use crate::measure::Recorder;
 use crate::payload::pseudo_random_bytes;
 use crate::peer::{commit, spin_for, PeerRole};
-use crate::spawn::PeerProcess;
+use crate::spawn::{describe, PeerProcess, GOODBYE_WITHIN};
 use crate::verify::compare;
 use ipc_matrix_results::{Failure, FailureKind, LoadStats};
 use ipc_matrix_spec::{Cell, LoadShape, TransportKind};
@@ -64,13 +64,14 @@ pub(crate) fn udp_load(
         },
     )
     .map_err(|e| setup_failure(format!("opening the control channel: {e}")))?;
-    let worst_warmup = cell.timeout * (cell.warmup as u32 + 2);
+    let warmup_budget = warmup_budget(cell)?;
     let role = PeerRole::UdpServer {
         threads: shape.server_threads,
     };
     let mut config = options.peer_config(cell, control.address(), len, None, role);
-    // The goodbye comes after the whole load, not after one round trip.
-    config.idle_timeout = options.setup_timeout + shape.duration + worst_warmup;
+    // The goodbye comes after the whole load, not after one round trip: set-up, every
+    // client's warm-up, the window, and one more request's deadline.
+    config.idle_timeout = options.setup_timeout + warmup_budget + shape.duration + cell.timeout;
     let mut peer = options.start_peer(&config)?;
     let setup_deadline = Instant::now() + options.setup_timeout;
     let mut channel = control.accept(peer.pid(), setup_deadline).map_err(|e| {
@@ -95,7 +96,7 @@ pub(crate) fn udp_load(
             ))
         })?;
 
-    let load = Load::new(cell, shape, server, options.setup_timeout);
+    let load = Load::new(cell, shape, server, (options.setup_timeout, warmup_budget));
     let outcome = load.run();
     let goodbye = stop_server(channel.as_mut(), &mut peer);
     let (clients, elapsed) = outcome.map_err(|mut failure| {
@@ -157,10 +158,25 @@ pub(crate) fn udp_load(
     Ok(())
 }
 
+/// The longest every client's warm-up may take: each warm-up request its full timeout,
+/// plus one. Checked: a warm-up count too large for it is a set-up failure, not a hang.
+fn warmup_budget(cell: &Cell) -> Result<Duration, Failure> {
+    u32::try_from(cell.warmup)
+        .ok()
+        .and_then(|warmup| warmup.checked_add(1))
+        .and_then(|requests| cell.timeout.checked_mul(requests))
+        .ok_or_else(|| {
+            setup_failure(format!(
+                "warmup {} x timeout {:?} overflows any deadline",
+                cell.warmup, cell.timeout
+            ))
+        })
+}
+
 /// Says goodbye on the control channel; the peer answers with the number of datagrams
 /// its threads received, then exits.
 fn stop_server(channel: &mut dyn Channel, peer: &mut PeerProcess) -> Result<u64, String> {
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + GOODBYE_WITHIN;
     channel
         .send(&[], deadline)
         .map_err(|e| format!("the peer did not take its goodbye: {e}"))?;
@@ -173,11 +189,10 @@ fn stop_server(channel: &mut dyn Channel, peer: &mut PeerProcess) -> Result<u64,
         .map_err(|_| format!("the peer reported {count:?}, not a count"))?;
     match peer.wait_until(deadline) {
         Some(status) if status.success() => Ok(received),
-        Some(status) => Err(format!(
-            "the peer stopped with {}",
-            crate::spawn::describe(status)
+        Some(status) => Err(format!("the peer stopped with {}", describe(status))),
+        None => Err(format!(
+            "the peer still ran {GOODBYE_WITHIN:?} after its goodbye"
         )),
-        None => Err("the peer still ran 5s after its goodbye".into()),
     }
 }
 
@@ -187,6 +202,8 @@ struct Load<'a> {
     shape: LoadShape,
     server: SocketAddr,
     setup_timeout: Duration,
+    /// How long the clients' warm-ups may take, at most ([`warmup_budget`]).
+    warmup_budget: Duration,
     /// Set by the first client that fails, so the others stop.
     abort: AtomicBool,
     /// Clients done with their warm-up; the measured window opens when all are.
@@ -195,8 +212,14 @@ struct Load<'a> {
 }
 
 impl<'a> Load<'a> {
-    fn new(cell: &'a Cell, shape: LoadShape, server: SocketAddr, setup_timeout: Duration) -> Self {
+    fn new(
+        cell: &'a Cell,
+        shape: LoadShape,
+        server: SocketAddr,
+        (setup_timeout, warmup_budget): (Duration, Duration),
+    ) -> Self {
         Self {
+            warmup_budget,
             cell,
             shape,
             server,
@@ -215,9 +238,7 @@ impl<'a> Load<'a> {
                 .map(|client| scope.spawn(move || self.client(client as u32)))
                 .collect();
             // The window opens when every client has warmed up (or one has failed).
-            let setup_deadline = Instant::now()
-                + self.setup_timeout
-                + self.cell.timeout * (self.cell.warmup as u32 + 1);
+            let setup_deadline = Instant::now() + self.setup_timeout + self.warmup_budget;
             while self.ready.load(Ordering::Acquire) < clients
                 && !self.abort.load(Ordering::Acquire)
                 && Instant::now() < setup_deadline

@@ -1,0 +1,201 @@
+//! The one measuring loop of the request/reply kinds (echo, bulk, codec, rpc, req-rep).
+//!
+//! A kind supplies an [`Endpoint`]: how one request goes out and its reply comes back over
+//! its stack, and how the peer is told goodbye. The loop owns everything else, once:
+//! the requests (stamped payloads or codec frames), warm-up, the timed region, the reply
+//! check, loss accounting and the failure naming the round trip.
+
+use crate::codec_work::CodecWork;
+use crate::context::Tally;
+use crate::failure::{round_trip_failure, setup_failure};
+use crate::payload::Payload;
+use crate::spawn::PeerProcess;
+use crate::verify::compare;
+use ipc_matrix_results::{CodecStages, Failure, FailureKind};
+use ipc_matrix_spec::Cell;
+use std::time::Instant;
+
+/// Consecutive lost replies (lossy transports only) after which the peer counts as
+/// unresponsive.
+const LOST_IN_A_ROW_LIMIT: u64 = 3;
+
+/// What became of one request.
+pub(crate) enum Answer {
+    /// The reply arrived; [`Endpoint::reply`] holds it.
+    Replied,
+    /// No reply before the deadline, on a transport that may lose messages.
+    Lost,
+}
+
+/// A failure of one exchange, before the loop names the round trip: its kind and what
+/// was being done.
+pub(crate) type Broken = (FailureKind, String);
+
+/// One side of a request/reply stack, connected to its peer.
+pub(crate) trait Endpoint {
+    /// Sends one request; fails once `deadline` passes.
+    fn send(&mut self, request: &[u8], deadline: Instant) -> Result<(), Broken>;
+
+    /// Waits for the next reply until `deadline`.
+    fn receive(&mut self, deadline: Instant) -> Result<Answer, Broken>;
+
+    /// The reply last received. Read after the timer stops, so an endpoint that hands out
+    /// a borrowed view of its stack's buffer adds no copy to the round trip.
+    fn reply(&self) -> Result<&[u8], Broken>;
+
+    /// True when messages may be lost in transit: a late reply to an earlier request may
+    /// then arrive, and is skipped.
+    fn is_lossy(&self) -> bool {
+        false
+    }
+
+    /// The peer process, for failure messages that say what became of it.
+    fn peer(&mut self) -> &mut PeerProcess;
+
+    /// Tells the peer to stop and expects a clean exit within
+    /// [`GOODBYE_WITHIN`](crate::spawn::GOODBYE_WITHIN).
+    fn goodbye(&mut self) -> Result<(), Failure>;
+}
+
+/// What the requests are: stamped payload bytes, or sensor frames through a codec.
+pub(crate) enum Requests {
+    Payload(Payload),
+    Frames(Box<CodecWork>),
+}
+
+impl Requests {
+    /// The requests of `cell`: frames when it names a codec, payload bytes otherwise.
+    pub(crate) fn of(cell: &Cell, len: usize) -> Self {
+        match cell.codec {
+            Some(codec) => Requests::Frames(Box::new(CodecWork::new(codec, cell.seed, len))),
+            None => Requests::Payload(Payload::new(cell.seed, len)),
+        }
+    }
+}
+
+/// Runs the cell's round trips (warm-up, then measured) through `endpoint`, checks every
+/// reply, says goodbye, and counts into `tally`.
+pub(crate) fn measure(
+    cell: &Cell,
+    endpoint: &mut dyn Endpoint,
+    mut requests: Requests,
+    tally: &mut Tally,
+) -> Result<(), Failure> {
+    let total = cell.warmup.checked_add(cell.iterations).ok_or_else(|| {
+        setup_failure(format!(
+            "warmup {} + iterations {} overflow a 64-bit count",
+            cell.warmup, cell.iterations
+        ))
+    })?;
+    let failed = |endpoint: &mut dyn Endpoint, index: u64, (kind, what): Broken| {
+        let what = match kind {
+            FailureKind::Timeout => format!("{what} (timeout {:?})", cell.timeout),
+            _ => what,
+        };
+        round_trip_failure(endpoint.peer(), (index, total, cell.warmup), kind, what)
+    };
+    let mut lost_in_a_row = 0;
+    for index in 0..total {
+        let measured = index >= cell.warmup;
+        match &mut requests {
+            Requests::Payload(payload) => payload.stamp(index),
+            Requests::Frames(work) => work.prepare(index),
+        }
+        // For a codec cell the round trip starts before encoding and ends after decoding.
+        let started = Instant::now();
+        let request = match &mut requests {
+            Requests::Payload(payload) => payload.bytes(),
+            Requests::Frames(work) => work.encode(measured),
+        };
+        let deadline = Instant::now() + cell.timeout;
+        endpoint
+            .send(request, deadline)
+            .map_err(|broken| failed(endpoint, index, broken))?;
+        let answer = loop {
+            let answer = endpoint
+                .receive(deadline)
+                .map_err(|broken| failed(endpoint, index, broken))?;
+            // A late reply to an earlier, already lost request: not this one's.
+            if let (Answer::Replied, Requests::Payload(payload)) = (&answer, &requests) {
+                if endpoint.is_lossy() {
+                    let reply = match endpoint.reply() {
+                        Ok(reply) => reply,
+                        Err(broken) => return Err(failed(endpoint, index, broken)),
+                    };
+                    if payload.index_of(reply).is_some_and(|i| i < index) {
+                        continue;
+                    }
+                }
+            }
+            break answer;
+        };
+        let decoded = match (&answer, &mut requests) {
+            (Answer::Replied, Requests::Frames(work)) => {
+                let reply = match endpoint.reply() {
+                    Ok(reply) => reply,
+                    Err(broken) => return Err(failed(endpoint, index, broken)),
+                };
+                Some(work.decode(reply, measured))
+            }
+            _ => None,
+        };
+        let round_trip = started.elapsed();
+        if let Answer::Lost = answer {
+            tally.lost += 1;
+            lost_in_a_row += 1;
+            if lost_in_a_row >= LOST_IN_A_ROW_LIMIT {
+                let what = format!(
+                    "{lost_in_a_row} replies in a row were not received within {:?}; the peer is unresponsive",
+                    cell.timeout
+                );
+                return Err(failed(endpoint, index, (FailureKind::Timeout, what)));
+            }
+            continue;
+        }
+        lost_in_a_row = 0;
+        match (&requests, decoded) {
+            (Requests::Frames(work), Some(decoded)) => {
+                let codec = work.codec();
+                let frame = decoded.map_err(|e| {
+                    let what = format!("the reply is not a {codec} sensor frame: {e}");
+                    failed(endpoint, index, (FailureKind::Protocol, what))
+                })?;
+                if let Some(difference) = work.difference(&frame) {
+                    let what = format!("the decoded reply differs at {difference}");
+                    return Err(failed(endpoint, index, (FailureKind::Mismatch, what)));
+                }
+            }
+            (Requests::Payload(payload), _) => {
+                let reply = match endpoint.reply() {
+                    Ok(reply) => reply,
+                    Err(broken) => return Err(failed(endpoint, index, broken)),
+                };
+                if let Err(mismatch) = compare(payload.bytes(), reply) {
+                    let kind = mismatch.failure_kind();
+                    return Err(failed(endpoint, index, (kind, mismatch.to_string())));
+                }
+            }
+            (Requests::Frames(_), None) => unreachable!("a replied frame is decoded"),
+        }
+        tally.count_round_trip(index, cell.warmup, round_trip);
+    }
+
+    if let Requests::Frames(work) = requests {
+        tally.codec_stages = Some(CodecStages {
+            encode_ns: work.encode_times.stats(),
+            decode_ns: work.decode_times.stats(),
+        });
+    }
+    let allowed = (cell.max_loss * total as f64).floor() as u64;
+    if tally.lost > allowed {
+        return Err(Failure {
+            kind: FailureKind::Timeout,
+            round_trip: None,
+            reason: format!(
+                "{} of {total} replies were lost; at most {allowed} may be (max_loss {})",
+                tally.lost, cell.max_loss
+            ),
+        });
+    }
+    endpoint.goodbye()
+}
