@@ -153,6 +153,46 @@ fn fault_trials() -> Vec<Trial> {
         cell.id = name.clone();
         trials.push(Trial::test(name, move || check_fan_out_fault(&cell, kind)));
     }
+    // A fan-in publisher that stops: the cell fails on the frame's own timeout, not
+    // after the set-up allowance.
+    let mut cell = fault_cell(TransportKind::Tcp, None);
+    cell.kind = ScenarioKind::FanIn;
+    cell.codec = Some(CodecKind::Capnp);
+    cell.timeout = Duration::from_millis(300);
+    cell.id = format!("{CELL_GROUP_FAULT}::fan-in::stall");
+    trials.push(Trial::test(cell.id.clone(), move || {
+        let options = RunOptions {
+            fault: Some(Fault {
+                kind: FaultKind::Stall,
+                at: FAULT_AT,
+            }),
+            setup_timeout: Duration::from_secs(20),
+            ..RunOptions::default()
+        };
+        let result = run_cell(&cell, &options);
+        let failure = result
+            .outcome
+            .failure
+            .ok_or("passed with a stalled publisher")?;
+        if failure.kind != FailureKind::Timeout || failure.round_trip != Some(FAULT_AT) {
+            return Err(format!(
+                "expected a timeout at frame {FAULT_AT}, got {:?} at {:?}: {}",
+                failure.kind, failure.round_trip, failure.reason
+            )
+            .into());
+        }
+        // The stalled frame's deadline is its timeout; only a first frame may also wait
+        // out the set-up allowance (20 s here).
+        if result.wall_seconds >= options.setup_timeout.as_secs_f64() {
+            return Err(format!(
+                "failed only after {:.1}s: the set-up allowance was applied to frame {FAULT_AT}",
+                result.wall_seconds
+            )
+            .into());
+        }
+        println!("{}: failed as expected: {}", cell.id, failure.reason);
+        Ok(())
+    }));
     // A UDP echo server under load that garbles, cuts, stops answering or dies.
     for kind in [
         FaultKind::FlipByte,

@@ -76,7 +76,7 @@ fn serve(config: PeerConfig) -> Result<(), String> {
         ) => {
             return fan::publish(
                 channel.as_mut(),
-                idle,
+                &config,
                 codec,
                 (seed, payload, source),
                 frames,

@@ -284,7 +284,14 @@ pub(crate) fn fan_in(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Re
                 continue;
             }
             let index = next[k];
-            let deadline = Instant::now() + options.setup_timeout + cell.timeout;
+            // Only a publisher's first frame may also wait for it to start; after that a
+            // stopped publisher fails within the cell's timeout.
+            let allowance = if index == 0 {
+                options.setup_timeout
+            } else {
+                Duration::ZERO
+            };
+            let deadline = Instant::now() + allowance + cell.timeout;
             if let Err(e) = linked[k]
                 .channel
                 .recv(&mut message, max_message + 1024, deadline)
@@ -402,7 +409,7 @@ pub(crate) fn subscribe(
 /// Fan-in publisher: stream stamped frames as fast as the channel takes them.
 pub(crate) fn publish(
     channel: &mut dyn Channel,
-    idle: Duration,
+    config: &PeerConfig,
     codec: Codec,
     (seed, payload, source): (u64, usize, u32),
     frames: u64,
@@ -414,11 +421,14 @@ pub(crate) fn publish(
         frame.header.sequence = sequence;
         frame.header.sent_at_ns = monotonic_ns();
         codec.encode(&frame, &mut encoded);
+        if let Some(fault) = config.fault.filter(|f| f.at == sequence) {
+            commit(fault.kind, &mut encoded);
+        }
         channel
-            .send(&encoded, Instant::now() + idle)
+            .send(&encoded, Instant::now() + config.idle_timeout)
             .map_err(|e| format!("sending frame {sequence}: {e}"))?;
     }
     channel
-        .send(&[], Instant::now() + idle)
+        .send(&[], Instant::now() + config.idle_timeout)
         .map_err(|e| format!("saying goodbye: {e}"))
 }
