@@ -28,7 +28,10 @@ pub fn endpoint(address: &PeerAddress) -> Result<String, String> {
     match address {
         PeerAddress::Tcp { addr } => Ok(format!("tcp://{addr}")),
         PeerAddress::Local { path } => Ok(format!("ipc://{}", path.display())),
-        other => Err(format!("ZeroMQ runs over tcp or ipc, not {other:?}")),
+        // Listed one by one: a new transport must decide here whether ZeroMQ runs over it.
+        other @ (PeerAddress::Shm { .. } | PeerAddress::Udp { .. }) => {
+            Err(format!("ZeroMQ runs over tcp or ipc, not {other:?}"))
+        }
     }
 }
 
@@ -78,7 +81,9 @@ pub(crate) fn req_rep(
             private_dir = Some(dir);
             address
         }
-        other => return Err(setup_failure(format!("req-rep does not run over {other}"))),
+        other @ (TransportKind::Shm | TransportKind::Udp | TransportKind::File) => {
+            return Err(setup_failure(format!("req-rep does not run over {other}")))
+        }
     };
     // libzmq applies the limit to the handshake's commands too: never below the slack.
     let config = options.peer_config(

@@ -123,7 +123,10 @@ async fn connect_peer(
             private_dir = Some(dir);
             (Listener::Local(listener), PeerAddress::Local { path })
         }
-        other => return Err(setup_failure(format!("rpc does not run over {other}"))),
+        // Listed one by one: a new transport must decide here whether RPC runs over it.
+        other @ (TransportKind::Shm | TransportKind::Udp | TransportKind::File) => {
+            return Err(setup_failure(format!("rpc does not run over {other}")))
+        }
     };
     let config = options.peer_config(cell, address, len, peer_cpu, PeerRole::RpcServer);
     let mut peer = options.start_peer(&config)?;
@@ -283,7 +286,7 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
                 PeerAddress::Local { path } => tokio::net::UnixStream::connect(path)
                     .await
                     .map(|stream| vat_network(stream, Side::Server, config.limit)),
-                other => {
+                other @ (PeerAddress::Shm { .. } | PeerAddress::Udp { .. }) => {
                     return Err(format!(
                         "rpc runs over tcp or a local socket, not {other:?}"
                     ))
