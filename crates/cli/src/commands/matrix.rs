@@ -1,0 +1,25 @@
+//! `ipc-matrix matrix`: the legs of matrix.yaml, or with `--github` the JSON job matrix
+//! the GitHub workflow reads.
+
+use anyhow::Result;
+use ipc_matrix::exit_code;
+use ipc_matrix_spec::Spec;
+use std::path::Path;
+
+pub fn run(matrix: &Path, github: bool) -> Result<u8> {
+    let spec = Spec::load(matrix).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let jobs = ipc_matrix::github::job_matrix(&spec).map_err(anyhow::Error::msg)?;
+    if github {
+        println!("{jobs}");
+    } else {
+        for job in jobs["include"].as_array().into_iter().flatten() {
+            println!(
+                "{}  blocks merge: {}  GitHub runner: {}",
+                job["leg"].as_str().unwrap_or_default(),
+                job["blocks_merge"],
+                job["os"].as_str().unwrap_or_default()
+            );
+        }
+    }
+    Ok(exit_code::OK)
+}
