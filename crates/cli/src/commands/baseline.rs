@@ -5,7 +5,7 @@ use crate::args::StoredResults;
 use anyhow::{Context, Result};
 use ipc_matrix::exit_code;
 use ipc_matrix::reporting::{baselines_dir, leg_report, now_unix, verdict_table};
-use ipc_matrix_baseline::{baseline_path, Baseline};
+use ipc_matrix_baseline::{baseline_path, AcceptMode, Accepted};
 use ipc_matrix_spec::RegressionPolicy;
 use std::path::{Path, PathBuf};
 
@@ -48,45 +48,26 @@ fn accept_legs(
             None => println!("{leg} ({profile}): no baseline yet at {}", path.display()),
         }
         println!("{}", verdict_table(&report));
+        let mode = if how.append {
+            AcceptMode::Append
+        } else {
+            AcceptMode::Replace
+        };
+        let old = report.baseline.as_ref().map(|b| &b.baseline);
+        let accepted = ipc_matrix_baseline::accept(old, &report.results, mode, now_unix());
         for id in &report.verdict.not_run {
-            let fate = if how.append { "kept" } else { "dropped" };
+            let fate = mode.not_run_fate().as_str();
             println!("  {id}: in the baseline, not in these results: {fate}");
         }
-        let (keep, refuse): (Vec<_>, Vec<_>) = report
-            .results
-            .iter()
-            .cloned()
-            .partition(|r| r.outcome.passed && r.peer_delay_us.is_none());
-        let old = report.baseline.as_ref().map(|b| &b.baseline);
-        let mut baseline = match old {
-            Some(old) if how.append => {
-                if old.environment.cpu_model != report.results[0].environment.cpu_model {
-                    anyhow::bail!(
-                        "{leg}: the baseline was measured on {}, these results on {}; \
-                         accept without --append to replace it",
-                        old.environment.cpu_model,
-                        report.results[0].environment.cpu_model
-                    );
-                }
-                let mut appended = old.clone();
-                appended.add_run(&keep, now_unix());
-                appended
-            }
-            _ => Baseline::from_results(&keep, now_unix())
-                .with_context(|| format!("{leg}: no passing cell to accept"))?,
-        };
-        for r in &refuse {
-            let why = if r.outcome.passed {
-                "ran with a slowed peer"
+        let Accepted {
+            baseline, refused, ..
+        } = accepted.with_context(|| leg.clone())?;
+        for refusal in &refused {
+            let (id, why) = (&refusal.cell_id, refusal.reason.as_str());
+            if refusal.kept_old_entry {
+                println!("  {id}: {why}; its baseline entry is kept");
             } else {
-                "failed"
-            };
-            match old.and_then(|b| b.cells.get(&r.cell.id)) {
-                Some(entry) => {
-                    println!("  {}: {why}; its baseline entry is kept", r.cell.id);
-                    baseline.cells.insert(r.cell.id.clone(), entry.clone());
-                }
-                None => println!("  {}: {why}; not accepted", r.cell.id),
+                println!("  {id}: {why}; not accepted");
             }
         }
         let runs = baseline
