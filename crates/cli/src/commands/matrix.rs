@@ -10,14 +10,12 @@ pub fn run(matrix: &Path, github: bool) -> Result<u8> {
     let spec = Spec::load(matrix).map_err(|e| anyhow::anyhow!("{e}"))?;
     let jobs = ipc_matrix::github::job_matrix(&spec).map_err(anyhow::Error::msg)?;
     if github {
-        println!("{jobs}");
+        println!("{}", jobs.to_json());
     } else {
-        for job in jobs["include"].as_array().into_iter().flatten() {
+        for job in &jobs.include {
             println!(
                 "{}  blocks merge: {}  GitHub runner: {}",
-                job["leg"].as_str().unwrap_or_default(),
-                job["blocks_merge"],
-                job["os"].as_str().unwrap_or_default()
+                job.leg, job.blocks_merge, job.os
             );
         }
     }
