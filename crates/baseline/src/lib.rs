@@ -2,10 +2,12 @@
 //! (`baselines/<leg>/<profile>.json`), and whether a run is faster, slower or the same,
 //! decided so that the noise of a shared machine does not raise false alarms.
 
+mod accept;
 mod file;
 pub mod stats;
 mod verdict;
 
+pub use accept::{accept, AcceptError, AcceptMode, Accepted, NotRunFate, Refusal, RefusalReason};
 pub use file::{
     baseline_path, Baseline, BaselineCell, BaselineError, BaselineRun, BASELINE_FORMAT_VERSION,
     MAX_RUNS,

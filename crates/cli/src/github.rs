@@ -2,7 +2,7 @@
 //! adds a leg to the workflow (`ipc-matrix matrix --github`).
 
 use ipc_matrix_spec::{Runner, Spec};
-use serde_json::{json, Value};
+use serde::Serialize;
 
 /// The GitHub-hosted runner image a leg runs on. Native legs need a machine of their own
 /// architecture; emulated legs run under QEMU on x86_64.
@@ -16,20 +16,49 @@ pub fn runner_image(triple: &str, runner: Runner) -> Result<&'static str, String
     }
 }
 
-/// `{"include": [{"target": ..., "runner": ..., "os": ..., "blocks_merge": ..., "leg": ...}]}`
-pub fn job_matrix(spec: &Spec) -> Result<Value, String> {
+/// `{"include": [job, ...]}`: what the workflow's `strategy.matrix` reads with `fromJSON`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct JobMatrix {
+    pub include: Vec<Job>,
+}
+
+/// One leg of the workflow: `matrix.<field>` in its steps. The fields are declared in the
+/// order they are printed (alphabetical).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Job {
+    /// Whether a failure of this leg blocks the merge.
+    pub blocks_merge: bool,
+    /// `<triple>@<runner>`.
+    pub leg: String,
+    /// The runner image ([`runner_image`]).
+    pub os: &'static str,
+    /// `native` or `qemu`.
+    pub runner: &'static str,
+    /// The target triple.
+    pub target: String,
+}
+
+impl JobMatrix {
+    /// One line of JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a job matrix always serializes")
+    }
+}
+
+/// One job per target of matrix.yaml, in its order.
+pub fn job_matrix(spec: &Spec) -> Result<JobMatrix, String> {
     let include = spec
         .targets
         .iter()
         .map(|t| {
-            Ok(json!({
-                "target": t.triple,
-                "runner": t.runner.as_str(),
-                "os": runner_image(&t.triple, t.runner)?,
-                "blocks_merge": t.blocks_merge,
-                "leg": format!("{}@{}", t.triple, t.runner),
-            }))
+            Ok(Job {
+                blocks_merge: t.blocks_merge,
+                leg: format!("{}@{}", t.triple, t.runner),
+                os: runner_image(&t.triple, t.runner)?,
+                runner: t.runner.as_str(),
+                target: t.triple.clone(),
+            })
         })
         .collect::<Result<Vec<_>, String>>()?;
-    Ok(json!({ "include": include }))
+    Ok(JobMatrix { include })
 }

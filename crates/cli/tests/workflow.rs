@@ -27,15 +27,41 @@ fn workflow() -> Value {
 #[test]
 fn every_target_has_a_github_leg() {
     let jobs = job_matrix(&spec()).unwrap_or_else(|e| panic!("{e}"));
-    let legs = jobs["include"].as_array().unwrap();
+    let legs = &jobs.include;
     assert_eq!(legs.len(), spec().targets.len());
     for t in &spec().targets {
         let leg = format!("{}@{}", t.triple, t.runner);
-        assert!(
-            legs.iter().any(|l| l["leg"] == leg.as_str()),
-            "no leg {leg}"
-        );
+        assert!(legs.iter().any(|l| l.leg == leg), "no leg {leg}");
     }
+}
+
+#[test]
+fn the_job_matrix_is_one_line_of_json_with_the_fields_the_workflow_reads() {
+    let spec = Spec::parse(
+        "version: 1
+targets:
+  - { triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }
+  - { triple: aarch64-unknown-linux-gnu, runner: native, blocks_merge: true }
+  - { triple: s390x-unknown-linux-gnu, runner: qemu, blocks_merge: false }
+profiles:
+  quick: { description: test }
+scenarios:
+  - { name: echo, kind: echo, transports: [tcp], payloads: [200B], iterations: 10, warmup: 0, timeout: 1s }
+",
+        Path::new("matrix.yaml"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let jobs = job_matrix(&spec).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        jobs.to_json(),
+        concat!(
+            r#"{"include":["#,
+            r#"{"blocks_merge":true,"leg":"x86_64-unknown-linux-gnu@native","os":"ubuntu-24.04","runner":"native","target":"x86_64-unknown-linux-gnu"},"#,
+            r#"{"blocks_merge":true,"leg":"aarch64-unknown-linux-gnu@native","os":"ubuntu-24.04-arm","runner":"native","target":"aarch64-unknown-linux-gnu"},"#,
+            r#"{"blocks_merge":false,"leg":"s390x-unknown-linux-gnu@qemu","os":"ubuntu-24.04","runner":"qemu","target":"s390x-unknown-linux-gnu"}"#,
+            "]}"
+        )
+    );
 }
 
 #[test]

@@ -1,0 +1,149 @@
+//! The argument groups several commands share: which cells (`Selection`), which stored
+//! results (`StoredResults`), how a run is judged (`Judging`).
+
+use anyhow::{Context, Result};
+use ipc_matrix::default_out_dir;
+use ipc_matrix::reporting::legs_with_results;
+use ipc_matrix_spec::{Cell, RegressionPolicy, Spec};
+use std::path::{Path, PathBuf};
+
+/// Which stored results a command reads.
+#[derive(clap::Args)]
+pub struct StoredResults {
+    /// The matrix file (for the profile's regression policy).
+    #[arg(long, value_name = "FILE", default_value = "matrix.yaml")]
+    pub matrix: PathBuf,
+    /// The profile whose results are read.
+    #[arg(long, default_value = "quick")]
+    pub profile: String,
+    /// Folder the results are in; default: <target dir>/ipc-matrix.
+    #[arg(long, value_name = "DIR")]
+    pub results: Option<PathBuf>,
+    /// Only this leg (`<triple>@<runner>`); repeatable; default: every leg with results.
+    #[arg(long, value_name = "LEG")]
+    pub leg: Vec<String>,
+}
+
+impl StoredResults {
+    pub fn results_dir(&self) -> PathBuf {
+        self.results
+            .clone()
+            .unwrap_or_else(|| default_out_dir(Path::new(".")))
+    }
+
+    pub fn policy(&self) -> Result<RegressionPolicy> {
+        regression_policy(&self.matrix, &self.profile)
+    }
+
+    /// The legs asked for, or every leg with results of the profile (at least one).
+    pub fn legs(&self) -> Result<Vec<String>> {
+        if !self.leg.is_empty() {
+            return Ok(self.leg.clone());
+        }
+        let results = self.results_dir();
+        let legs = legs_with_results(&results, &self.profile)?;
+        if legs.is_empty() {
+            return Err(NoCells(format!(
+                "no results of profile `{}` under {}; run the cells first",
+                self.profile,
+                results.display()
+            ))
+            .into());
+        }
+        Ok(legs)
+    }
+}
+
+/// How a run is judged against its baseline.
+#[derive(clap::Args)]
+pub struct Judging {
+    /// Folder of the baselines; default: baselines/ next to the matrix file.
+    #[arg(long, value_name = "DIR")]
+    pub baselines: Option<PathBuf>,
+    /// A regression fails (exit 3) instead of warning; also set per profile in matrix.yaml.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+#[derive(clap::Args)]
+pub struct Selection {
+    /// The matrix file.
+    #[arg(long, value_name = "FILE", default_value = "matrix.yaml")]
+    pub matrix: PathBuf,
+    /// Profile of matrix.yaml to expand (e.g. quick, full).
+    #[arg(long, default_value = "quick")]
+    pub profile: String,
+    /// Keep cells whose id contains EXPR, or matches it when written /regex/; repeatable
+    /// (a cell is kept if any filter matches).
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Vec<String>,
+}
+
+impl Selection {
+    pub fn cells(&self) -> Result<Vec<Cell>> {
+        let spec = Spec::load(&self.matrix).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let cells = spec.cells(&self.profile).map_err(anyhow::Error::msg)?;
+        let filters = self
+            .filter
+            .iter()
+            .map(
+                |f| match f.strip_prefix('/').and_then(|f| f.strip_suffix('/')) {
+                    Some(re) => regex::Regex::new(re)
+                        .map(Filter::Regex)
+                        .with_context(|| format!("--filter {f}: not a valid regular expression")),
+                    None => Ok(Filter::Contains(f.clone())),
+                },
+            )
+            .collect::<Result<Vec<_>>>()?;
+        let selected: Vec<Cell> = cells
+            .into_iter()
+            .filter(|c| filters.is_empty() || filters.iter().any(|f| f.matches(&c.id)))
+            .collect();
+        if selected.is_empty() {
+            return Err(NoCells(format!(
+                "no cell of profile `{}` matches {:?}; `ipc-matrix list --profile {}` shows them",
+                self.profile, self.filter, self.profile
+            ))
+            .into());
+        }
+        Ok(selected)
+    }
+}
+
+/// An empty selection: its own error, so that it gets its own exit code.
+#[derive(Debug)]
+pub struct NoCells(String);
+
+impl std::fmt::Display for NoCells {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NoCells {}
+
+enum Filter {
+    Contains(String),
+    Regex(regex::Regex),
+}
+
+impl Filter {
+    fn matches(&self, id: &str) -> bool {
+        match self {
+            Filter::Contains(s) => id.contains(s.as_str()),
+            Filter::Regex(re) => re.is_match(id),
+        }
+    }
+}
+
+/// The regression policy of `profile` in the matrix file.
+pub fn regression_policy(matrix: &Path, profile: &str) -> Result<RegressionPolicy> {
+    let spec = Spec::load(matrix).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let profiles = spec.profile_names().join(", ");
+    spec.profiles
+        .get(profile)
+        .map(|p| p.regression)
+        .ok_or_else(|| {
+            anyhow::anyhow!("no profile is named `{profile}`; the profiles are: {profiles}")
+        })
+}

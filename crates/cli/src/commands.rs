@@ -1,0 +1,7 @@
+//! One module per subcommand of `ipc-matrix`.
+
+pub mod baseline;
+pub mod list;
+pub mod matrix;
+pub mod report;
+pub mod run;

@@ -1,0 +1,23 @@
+//! `ipc-matrix matrix`: the legs of matrix.yaml, or with `--github` the JSON job matrix
+//! the GitHub workflow reads.
+
+use anyhow::Result;
+use ipc_matrix::exit_code;
+use ipc_matrix_spec::Spec;
+use std::path::Path;
+
+pub fn run(matrix: &Path, github: bool) -> Result<u8> {
+    let spec = Spec::load(matrix).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let jobs = ipc_matrix::github::job_matrix(&spec).map_err(anyhow::Error::msg)?;
+    if github {
+        println!("{}", jobs.to_json());
+    } else {
+        for job in &jobs.include {
+            println!(
+                "{}  blocks merge: {}  GitHub runner: {}",
+                job.leg, job.blocks_merge, job.os
+            );
+        }
+    }
+    Ok(exit_code::OK)
+}

@@ -1,0 +1,130 @@
+//! `ipc-matrix report`: each leg's reports judged against its baseline, or with
+//! `--compare` result folders side by side. `ipc-matrix run` ends with the same judging.
+
+use crate::args::{Judging, StoredResults};
+use anyhow::{Context, Result};
+use ipc_matrix::exit_code;
+use ipc_matrix::reporting::{
+    baselines_dir, github_annotations, leg_report, running_on_github, verdict_summary,
+    verdict_table,
+};
+use ipc_matrix_report::cross::Column;
+use ipc_matrix_report::write_leg_report;
+use ipc_matrix_spec::RegressionPolicy;
+use std::path::{Path, PathBuf};
+
+pub fn run(
+    stored: &StoredResults,
+    judging: Judging,
+    compare: &[PathBuf],
+    out: Option<PathBuf>,
+) -> Result<u8> {
+    if compare.is_empty() {
+        stored.policy().and_then(|policy| {
+            report_legs(
+                &stored.results_dir(),
+                &baselines_dir(judging.baselines, &stored.matrix),
+                &stored.legs()?,
+                &stored.profile,
+                policy,
+                judging.strict,
+            )
+        })
+    } else {
+        let out = out.unwrap_or_else(|| stored.results_dir().join("compare"));
+        compare_folders(compare, &out)
+    }
+}
+
+/// Judges and writes the reports of `legs`; exit 3 when a gating regression meets a
+/// strict run, else 0 (regressions then only warn).
+pub fn report_legs(
+    results: &Path,
+    baselines: &Path,
+    legs: &[String],
+    profile: &str,
+    policy: RegressionPolicy,
+    strict_flag: bool,
+) -> Result<u8> {
+    let strict = strict_flag || policy.strict;
+    let mut regressions = 0;
+    for leg in legs {
+        let report = leg_report(results, baselines, leg, profile, policy)?;
+        let dir = ipc_matrix_results::run_dir(results, leg, profile);
+        let written = write_leg_report(&dir, &report)
+            .with_context(|| format!("writing the reports into {}", dir.display()))?;
+        if report.verdict.cells.iter().any(|c| c.change.is_some()) {
+            println!("{}", verdict_table(&report));
+        }
+        for cell in &report.verdict.cells {
+            for note in &cell.notes {
+                println!("note: {}: {note}", cell.cell_id);
+            }
+        }
+        println!("{}", verdict_summary(&report));
+        if running_on_github() {
+            for line in github_annotations(&report) {
+                println!("{line}");
+            }
+        }
+        for cell in report.verdict.gating_regressions() {
+            eprintln!(
+                "warning: {}: {} regressed",
+                report.verdict.leg, cell.cell_id
+            );
+        }
+        regressions += report.verdict.gating_regressions().count();
+        println!(
+            "reports: {}\n         {}\n         {}",
+            written.markdown.display(),
+            written.html.display(),
+            written.json.display()
+        );
+    }
+    Ok(match (regressions, strict) {
+        (0, _) => exit_code::OK,
+        (_, true) => {
+            eprintln!("error: {regressions} regression(s) and the run is strict");
+            exit_code::REGRESSED
+        }
+        (_, false) => exit_code::OK,
+    })
+}
+
+fn compare_folders(folders: &[PathBuf], out: &Path) -> Result<u8> {
+    let columns = folders
+        .iter()
+        .map(|dir| {
+            let results = ipc_matrix_results::read_results(dir).with_context(|| {
+                format!(
+                    "--compare {}: expected <results>/<leg>/<profile>",
+                    dir.display()
+                )
+            })?;
+            let first = results
+                .first()
+                .with_context(|| format!("{}: no cell results", dir.display()))?;
+            Ok(Column {
+                name: format!("{} ({})", first.leg, first.cell.profile),
+                runner: first.environment.runner.clone(),
+                results,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    // Two folders of the same leg and profile (before and after a change): name them by path.
+    let mut columns = columns;
+    let names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+    for (column, dir) in columns.iter_mut().zip(folders) {
+        if names.iter().filter(|n| **n == column.name).count() > 1 {
+            column.name = dir.display().to_string();
+        }
+    }
+    let (md, html) = ipc_matrix_report::cross::write(out, &columns)?;
+    println!("{}", ipc_matrix_report::cross::markdown(&columns));
+    println!(
+        "comparison: {}\n            {}",
+        md.display(),
+        html.display()
+    );
+    Ok(exit_code::OK)
+}
