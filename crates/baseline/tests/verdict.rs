@@ -19,7 +19,7 @@ fn samples(center: u64, phase: u64) -> Vec<u64> {
     (0..300u64)
         .map(|i| {
             let wobble = (i * 7919 + phase * 104_729) % 21; // 0..=20
-            let stall = if (i + phase) % 97 == 0 { 5 } else { 1 };
+            let stall = if (i + phase).is_multiple_of(97) { 5 } else { 1 };
             center * (90 + wobble) / 100 * stall
         })
         .collect()

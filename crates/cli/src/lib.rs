@@ -4,6 +4,9 @@
 pub mod format;
 pub mod github;
 pub mod reporting;
+mod run_folder;
+
+pub use run_folder::RunFolder;
 
 use ipc_matrix_results::{write_result, CellResult};
 use ipc_matrix_scenario::{run_cell, RunOptions};

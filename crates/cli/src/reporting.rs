@@ -6,7 +6,7 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell as TableCell, CellAlignment
 use ipc_matrix_baseline::{baseline_path, Baseline, Verdict};
 use ipc_matrix_report::units::{nanos, p_value, ratio};
 use ipc_matrix_report::{LegReport, LoadedBaseline};
-use ipc_matrix_results::{read_results, run_dir};
+use ipc_matrix_results::{read_run, run_dir};
 use ipc_matrix_spec::RegressionPolicy;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -44,15 +44,21 @@ pub fn leg_report(
     leg: &str,
     profile: &str,
     policy: RegressionPolicy,
+    run: Option<&str>,
 ) -> Result<LegReport> {
     let dir = run_dir(results, leg, profile);
-    let cells = read_results(&dir).with_context(|| format!("reading the results of {leg}"))?;
-    if cells.is_empty() {
-        anyhow::bail!("{}: no cell results", dir.display());
+    let read = read_run(&dir, run).with_context(|| format!("reading the results of {leg}"))?;
+    if read.results.is_empty() {
+        match run {
+            Some(run) => anyhow::bail!("{}: no cell results of run {run}", dir.display()),
+            None => anyhow::bail!("{}: no cell results", dir.display()),
+        }
     }
     let path = baseline_path(baselines, leg, profile);
     let baseline = Baseline::load(&path)?.map(|baseline| LoadedBaseline { path, baseline });
-    Ok(LegReport::new(cells, baseline, policy, now_unix()))
+    let mut report = LegReport::new(read.results, baseline, policy, now_unix());
+    report.other_runs = read.other_runs;
+    Ok(report)
 }
 
 /// The terminal view of a verdict: one row per cell.

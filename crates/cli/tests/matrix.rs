@@ -5,8 +5,8 @@
 //! Environment: IPC_MATRIX_FILE (default: the workspace's matrix.yaml),
 //! IPC_MATRIX_PROFILE (default: quick), IPC_MATRIX_OUT (default: target/ipc-matrix).
 
-use ipc_matrix::{default_out_dir, exit_code, run_and_store, Stored};
-use ipc_matrix_results::{Failure, FailureKind};
+use ipc_matrix::{default_out_dir, exit_code, run_and_store, RunFolder, Stored};
+use ipc_matrix_results::{Environment, Failure, FailureKind};
 use ipc_matrix_scenario::{run_cell, Fault, FaultKind, RunOptions};
 use ipc_matrix_spec::{
     Cell, CodecKind, LoadShape, LogSink, ScenarioKind, Spec, TransportKind, WakeMode,
@@ -72,6 +72,10 @@ fn selected(args: &Arguments, name: &str) -> bool {
 
 fn run_matrix_cell(cell: &Cell, out: &Path) -> Result<(), Failed> {
     let options = RunOptions::from_env()?;
+    // Shared with the other cells of this nextest run; an `ipc-matrix run` writing into
+    // the same folder holds it alone, and this cell then fails rather than mix results.
+    let leg = Environment::capture().leg();
+    let _folder = RunFolder::share(out, &leg, &cell.profile)?;
     let (result, stored) = run_and_store(cell, &options, out);
     println!("{}", ipc_matrix::format::verdict_line(&result));
     match stored {

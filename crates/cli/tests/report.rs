@@ -257,3 +257,117 @@ fn bad_input_is_refused_clearly() {
         .path(&format!("results/{LEG}/quick/cells/echo.tcp.200B.json"))
         .is_file());
 }
+
+/// Stores a passing result of `cell_index` (0: tcp, 1: udp) as part of run `run_id`.
+fn store_in_run(s: &Scratch, cell_index: usize, run_id: &str, finished_at: u64) -> PathBuf {
+    let env = fixture::environment("native", "Test CPU");
+    let cell = &fixture::cells(MATRIX, "quick")[cell_index];
+    let mut result = fixture::passed(cell, &env, (0..300u64).map(|i| 40_000 + i).collect());
+    result.run_id = run_id.into();
+    result.finished_at_unix = finished_at;
+    write_result(&s.path("results"), &result).unwrap()
+}
+
+#[test]
+fn a_report_judges_the_last_run_only_and_names_it() {
+    let s = Scratch::new("one-run");
+    // An earlier run of both cells, then a run of one cell into the same folder.
+    store_in_run(&s, 0, "earlier-run", 1_000);
+    store_in_run(&s, 1, "earlier-run", 1_000);
+    store_in_run(&s, 0, "later-run", 2_000);
+    let out = s.run(&["report", "--results", "results", "--baselines", "b"], &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("0 regressed, 0 improved, 0 unchanged, 1 new"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains("1 results of other runs"),
+        "{}",
+        text(&out)
+    );
+    let markdown = std::fs::read_to_string(s.path(&format!("results/{LEG}/quick/report.md")))
+        .expect("report.md");
+    assert!(
+        markdown.contains("Run later-run: 1 cells: 1 passed, 0 failed."),
+        "{markdown}"
+    );
+}
+
+#[test]
+fn a_result_stored_under_another_leg_is_refused_with_its_path() {
+    let s = Scratch::new("moved");
+    let stored = store_in_run(&s, 0, "a-run", 1_000);
+    let elsewhere = s.path("results/aarch64-unknown-linux-gnu@qemu/quick/cells");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::copy(&stored, elsewhere.join(stored.file_name().unwrap())).unwrap();
+    let out = s.run(
+        &[
+            "report",
+            "--results",
+            "results",
+            "--baselines",
+            "b",
+            "--leg",
+            "aarch64-unknown-linux-gnu@qemu",
+        ],
+        &[],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("this result says leg x86_64-unknown-linux-gnu@native"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn a_run_into_a_folder_it_cannot_write_stops_before_any_cell() {
+    let s = Scratch::new("unwritable");
+    let leg_dir = s.path(&format!(
+        "out/{}",
+        ipc_matrix_results::Environment::capture().leg()
+    ));
+    std::fs::create_dir_all(leg_dir.join("quick")).unwrap();
+    // `cells` is a file: nothing can be stored there, whoever runs the test (root too).
+    std::fs::write(leg_dir.join("quick/cells"), b"not a folder").unwrap();
+    let out = s.run(&["run", "--out", "out", "--filter", "/tcp/"], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("cannot create"), "{}", text(&out));
+    assert!(!text(&out).contains("PASS"), "{}", text(&out));
+}
+
+#[test]
+fn a_second_run_into_the_same_folder_is_refused_while_the_first_holds_it() {
+    let s = Scratch::new("concurrent");
+    let leg = ipc_matrix_results::Environment::capture().leg();
+    let first = ipc_matrix::RunFolder::claim(&s.path("out"), &leg, "quick").unwrap();
+    let second = s.run(&["run", "--out", "out", "--filter", "/tcp/"], &[]);
+    assert_eq!(second.status.code(), Some(2), "{}", text(&second));
+    assert!(
+        text(&second).contains("another ipc-matrix run is writing results into"),
+        "{}",
+        text(&second)
+    );
+    assert!(!text(&second).contains("PASS"), "{}", text(&second));
+    // Another folder is free.
+    let other = ipc_matrix::RunFolder::claim(&s.path("other"), &leg, "quick");
+    assert!(other.is_ok());
+    drop(first);
+    assert!(ipc_matrix::RunFolder::claim(&s.path("out"), &leg, "quick").is_ok());
+}
+
+#[test]
+fn one_cell_stored_twice_in_one_run_is_an_error_not_two_cells() {
+    let s = Scratch::new("duplicate");
+    let stored = store_in_run(&s, 0, "a-run", 1_000);
+    std::fs::copy(&stored, stored.with_file_name("copy.json")).unwrap();
+    let out = s.run(&["report", "--results", "results", "--baselines", "b"], &[]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("both hold cell echo::tcp::200B of run a-run"),
+        "{}",
+        text(&out)
+    );
+}

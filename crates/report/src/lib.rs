@@ -36,6 +36,8 @@ pub struct LegReport {
     pub verdict: RunVerdict,
     pub baseline: Option<LoadedBaseline>,
     pub generated_at_unix: u64,
+    /// Result files of other runs found beside this run's, and left out.
+    pub other_runs: usize,
 }
 
 impl LegReport {
@@ -51,6 +53,7 @@ impl LegReport {
             verdict,
             baseline,
             generated_at_unix,
+            other_runs: 0,
         }
     }
 
@@ -97,9 +100,14 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
 pub fn headline(report: &LegReport) -> (String, String) {
     let passed = report.results.iter().filter(|r| r.outcome.passed).count();
     let verdict = &report.verdict;
+    let run = report.results.first().map_or("", |r| r.run_id.as_str());
+    let others = match report.other_runs {
+        0 => String::new(),
+        n => format!(" {n} results of other runs in the folder were not judged."),
+    };
     (
         format!(
-            "{} cells: {passed} passed, {} failed.",
+            "Run {run}: {} cells: {passed} passed, {} failed.{others}",
             report.results.len(),
             report.results.len() - passed
         ),

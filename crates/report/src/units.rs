@@ -26,7 +26,7 @@ pub fn bytes(n: u64) -> String {
     ];
     UNITS
         .iter()
-        .find(|(unit, _)| n >= *unit && n % unit == 0)
+        .find(|(unit, _)| n >= *unit && n.is_multiple_of(*unit))
         .map_or_else(
             || format!("{n} B"),
             |(unit, name)| format!("{} {name}", n / unit),

@@ -38,6 +38,9 @@ pub fn environment(runner: &str, cpu_model: &str) -> Environment {
     }
 }
 
+/// The run every fixture result belongs to.
+pub const FIXTURE_RUN_ID: &str = "fixture-run";
+
 /// A passing result whose statistics are computed from `samples_ns` (nearest-rank
 /// percentiles), pinned to CPUs 0 and 1, finished at a fixed time.
 pub fn passed(cell: &Cell, environment: &Environment, samples_ns: Vec<u64>) -> CellResult {
@@ -57,6 +60,7 @@ pub fn passed(cell: &Cell, environment: &Environment, samples_ns: Vec<u64>) -> C
     CellResult {
         schema_version: RESULT_SCHEMA_VERSION,
         leg: environment.leg(),
+        run_id: FIXTURE_RUN_ID.into(),
         cell: cell.clone(),
         outcome: Outcome {
             passed: true,

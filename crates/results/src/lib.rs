@@ -12,4 +12,7 @@ pub use schema::{
     CellResult, CodecStages, Failure, FailureKind, LatencyStats, LoadStats, LoggingStats, Outcome,
     Placement, Throughput, MAX_SAMPLES_KEPT, RESULT_SCHEMA_VERSION,
 };
-pub use store::{cell_file_name, leg_name, read_results, run_dir, write_result};
+pub use store::{
+    cell_file_name, leg_name, read_results, read_run, run_dir, run_id, write_atomically,
+    write_result, RunResults, NEXTEST_RUN_ID_ENV,
+};

@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::Environment;
 
-pub const RESULT_SCHEMA_VERSION: u32 = 2;
+/// 3: every result names the run it belongs to (`run_id`).
+pub const RESULT_SCHEMA_VERSION: u32 = 3;
 /// Results keep at most this many raw round-trip times (the first ones).
 pub const MAX_SAMPLES_KEPT: usize = 100_000;
 
@@ -15,6 +16,9 @@ pub struct CellResult {
     pub schema_version: u32,
     /// `<triple>@<runner>`, e.g. `x86_64-unknown-linux-gnu@native`.
     pub leg: String,
+    /// The run this result belongs to ([`crate::run_id`]): a report judges the results of
+    /// one run and never mixes in another run's.
+    pub run_id: String,
     pub cell: Cell,
     pub outcome: Outcome,
     /// Round trips that were timed (warm-up excluded) and answered.

@@ -20,25 +20,83 @@ pub fn cell_file_name(cell_id: &str) -> String {
     format!("{}.json", cell_id.replace("::", "."))
 }
 
+/// Set by nextest for every test process of one `cargo nextest run`: the cells of one
+/// nextest run share it.
+pub const NEXTEST_RUN_ID_ENV: &str = "NEXTEST_RUN_ID";
+
+/// This process's run: nextest's run id when nextest started it, else one made once per
+/// process from the time and the process id. Every result this process writes carries it.
+pub fn run_id() -> &'static str {
+    static RUN_ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    RUN_ID.get_or_init(|| match std::env::var(NEXTEST_RUN_ID_ENV) {
+        Ok(id) if !id.trim().is_empty() => format!("nextest-{}", id.trim()),
+        _ => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::SystemTime::UNIX_EPOCH)
+                .unwrap_or_default();
+            format!(
+                "{}-{:09}-{}",
+                now.as_secs(),
+                now.subsec_nanos(),
+                std::process::id()
+            )
+        }
+    })
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same folder and a rename, so
+/// a reader never sees half a file; the temporary file is removed when anything fails.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(format!(".tmp{}", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
 /// Writes one result under `<out>/<leg>/<profile>/cells/` and returns its path.
 pub fn write_result(out: &Path, result: &CellResult) -> io::Result<PathBuf> {
     let dir = run_dir(out, &result.leg, &result.cell.profile).join("cells");
-    std::fs::create_dir_all(&dir)?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
     let path = dir.join(cell_file_name(&result.cell.id));
-    let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
     let json = serde_json::to_vec_pretty(result).map_err(io::Error::other)?;
-    std::fs::write(&tmp, json)?;
-    std::fs::rename(&tmp, &path)?;
+    write_atomically(&path, &json)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
     Ok(path)
 }
 
-/// Reads every result of one run folder ([`run_dir`]), sorted by cell id; files of
-/// another schema version are reported, not guessed at.
-pub fn read_results(run_dir: &Path) -> io::Result<Vec<CellResult>> {
-    let mut results = Vec::new();
+/// The results of one run, read from a run folder.
+#[derive(Debug, Clone)]
+pub struct RunResults {
+    /// The run judged: the one asked for, else the one that finished last.
+    pub run_id: String,
+    /// Its results, sorted by cell id.
+    pub results: Vec<CellResult>,
+    /// Result files in the folder from other runs (or older schema versions), left out.
+    pub other_runs: usize,
+}
+
+/// Reads the results of one run from a run folder ([`run_dir`]): the run `wanted`, or
+/// the one whose result finished last. Results of other runs are counted, never mixed in.
+/// A result whose leg or profile contradicts its folder, or two results of one cell in
+/// one run, are errors that name the files.
+pub fn read_run(run_dir: &Path, wanted: Option<&str>) -> io::Result<RunResults> {
     let cells = run_dir.join("cells");
     let entries = std::fs::read_dir(&cells)
         .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", cells.display())))?;
+    let (folder_profile, folder_leg) = (
+        run_dir.file_name().and_then(|n| n.to_str()),
+        run_dir
+            .parent()
+            .and_then(|p| p.file_name())
+            .and_then(|n| n.to_str()),
+    );
+    let mut current: Vec<(PathBuf, CellResult)> = Vec::new();
+    let mut other_versions = 0;
     for entry in entries {
         let path = entry?.path();
         if path.extension().is_none_or(|e| e != "json") {
@@ -49,16 +107,59 @@ pub fn read_results(run_dir: &Path) -> io::Result<Vec<CellResult>> {
             .map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?;
         let version = value.get("schema_version").and_then(|v| v.as_u64());
         if version != Some(u64::from(RESULT_SCHEMA_VERSION)) {
+            other_versions += 1;
+            continue;
+        }
+        let result: CellResult = serde_json::from_value(value)
+            .map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?;
+        let contradiction = match (folder_leg, folder_profile) {
+            (Some(leg), _) if leg != result.leg => Some(format!("leg {}", result.leg)),
+            (_, Some(profile)) if profile != result.cell.profile => {
+                Some(format!("profile {}", result.cell.profile))
+            }
+            _ => None,
+        };
+        if let Some(what) = contradiction {
             return Err(io::Error::other(format!(
-                "{}: result schema version {version:?}, this ipc-matrix reads {RESULT_SCHEMA_VERSION}; re-run the cell",
-                path.display()
+                "{}: this result says {what}, but it is stored under {}; it was moved or edited",
+                path.display(),
+                run_dir.display()
             )));
         }
-        results.push(
-            serde_json::from_value(value)
-                .map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?,
-        );
+        current.push((path, result));
     }
-    results.sort_by(|a: &CellResult, b| a.cell.id.cmp(&b.cell.id));
-    Ok(results)
+    let run_id = match wanted {
+        Some(id) => id.to_string(),
+        None => current
+            .iter()
+            .max_by(|(_, a), (_, b)| {
+                (a.finished_at_unix, &a.run_id).cmp(&(b.finished_at_unix, &b.run_id))
+            })
+            .map(|(_, r)| r.run_id.clone())
+            .unwrap_or_default(),
+    };
+    let total = current.len();
+    current.retain(|(_, r)| r.run_id == run_id);
+    current.sort_by(|(_, a), (_, b)| a.cell.id.cmp(&b.cell.id));
+    if let Some(pair) = current
+        .windows(2)
+        .find(|w| w[0].1.cell.id == w[1].1.cell.id)
+    {
+        return Err(io::Error::other(format!(
+            "{} and {} both hold cell {} of run {run_id}",
+            pair[0].0.display(),
+            pair[1].0.display(),
+            pair[0].1.cell.id
+        )));
+    }
+    Ok(RunResults {
+        run_id,
+        other_runs: other_versions + total - current.len(),
+        results: current.into_iter().map(|(_, r)| r).collect(),
+    })
+}
+
+/// Reads the results of the run that finished last in a run folder ([`read_run`]).
+pub fn read_results(run_dir: &Path) -> io::Result<Vec<CellResult>> {
+    read_run(run_dir, None).map(|run| run.results)
 }

@@ -22,6 +22,8 @@ pub struct RunOptions {
     pub fault: Option<Fault>,
     /// A deliberate slow-down of the peer, to see a regression flagged.
     pub peer_delay: Option<PeerDelay>,
+    /// The run the results belong to; this process's run by default.
+    pub run_id: String,
 }
 
 impl RunOptions {
@@ -75,6 +77,7 @@ impl Default for RunOptions {
             setup_timeout: Duration::from_secs(30),
             fault: None,
             peer_delay: None,
+            run_id: ipc_matrix_results::run_id().to_string(),
         }
     }
 }

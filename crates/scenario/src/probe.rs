@@ -72,7 +72,7 @@ fn spin_until(line: &AtomicU64, value: u64, deadline: Instant) -> bool {
             return false;
         }
         spins = spins.wrapping_add(1);
-        if spins % 4096 == 0 && Instant::now() > deadline {
+        if spins.is_multiple_of(4096) && Instant::now() > deadline {
             return false;
         }
         std::hint::spin_loop();

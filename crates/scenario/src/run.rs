@@ -70,6 +70,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     CellResult {
         schema_version: RESULT_SCHEMA_VERSION,
         leg: environment.leg(),
+        run_id: options.run_id.clone(),
         cell: cell.clone(),
         outcome: Outcome {
             passed: failure.is_none(),

@@ -269,7 +269,7 @@ impl ShmChannel {
                 WakeMode::BusyPoll => {
                     std::hint::spin_loop();
                     spins = spins.wrapping_add(1);
-                    if spins % SPINS_PER_CHECK != 0 {
+                    if !spins.is_multiple_of(SPINS_PER_CHECK) {
                         continue;
                     }
                 }

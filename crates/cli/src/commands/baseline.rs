@@ -38,7 +38,7 @@ fn accept_legs(
     how: Acceptance,
 ) -> Result<u8> {
     for leg in legs {
-        let report = leg_report(results, baselines, leg, profile, policy)?;
+        let report = leg_report(results, baselines, leg, profile, policy, None)?;
         let path = baseline_path(baselines, leg, profile);
         match &report.baseline {
             Some(_) => println!(

@@ -26,8 +26,8 @@ pub fn run(
                 &baselines_dir(judging.baselines, &stored.matrix),
                 &stored.legs()?,
                 &stored.profile,
-                policy,
-                judging.strict,
+                (policy, judging.strict),
+                None,
             )
         })
     } else {
@@ -36,20 +36,21 @@ pub fn run(
     }
 }
 
-/// Judges and writes the reports of `legs`; exit 3 when a gating regression meets a
-/// strict run, else 0 (regressions then only warn).
+/// Judges and writes the reports of `legs`, each of one run: `run` (the run just made),
+/// else the run that finished last. Exit 3 when a gating regression meets a strict run,
+/// else 0 (regressions then only warn).
 pub fn report_legs(
     results: &Path,
     baselines: &Path,
     legs: &[String],
     profile: &str,
-    policy: RegressionPolicy,
-    strict_flag: bool,
+    (policy, strict_flag): (RegressionPolicy, bool),
+    run: Option<&str>,
 ) -> Result<u8> {
     let strict = strict_flag || policy.strict;
     let mut regressions = 0;
     for leg in legs {
-        let report = leg_report(results, baselines, leg, profile, policy)?;
+        let report = leg_report(results, baselines, leg, profile, policy, run)?;
         let dir = ipc_matrix_results::run_dir(results, leg, profile);
         let written = write_leg_report(&dir, &report)
             .with_context(|| format!("writing the reports into {}", dir.display()))?;
@@ -62,6 +63,13 @@ pub fn report_legs(
             }
         }
         println!("{}", verdict_summary(&report));
+        if report.other_runs > 0 {
+            println!(
+                "note: {} results of other runs in {} were not judged",
+                report.other_runs,
+                dir.display()
+            );
+        }
         if running_on_github() {
             for line in github_annotations(&report) {
                 println!("{line}");

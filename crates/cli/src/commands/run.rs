@@ -7,8 +7,8 @@ use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use ipc_matrix::format::{summary_table, verdict_line};
 use ipc_matrix::reporting::baselines_dir;
-use ipc_matrix::{default_out_dir, exit_code, run_and_store, Stored};
-use ipc_matrix_results::Environment;
+use ipc_matrix::{default_out_dir, exit_code, run_and_store, RunFolder, Stored};
+use ipc_matrix_results::{Environment, Failure, FailureKind};
 use ipc_matrix_scenario::RunOptions;
 use ipc_matrix_spec::Cell;
 use std::io::IsTerminal;
@@ -22,26 +22,29 @@ pub fn run(
 ) -> Result<u8> {
     selection.cells().and_then(|cells| {
         let out = out.unwrap_or_else(|| default_out_dir(Path::new(".")));
-        let code = run_cells(&cells, &out, fail_fast)?;
+        let leg = Environment::capture().leg();
+        // Before any cell runs: the folder is writable, and no other run writes into it.
+        let _folder = RunFolder::claim(&out, &leg, &selection.profile)?;
+        let options = RunOptions::from_env().map_err(anyhow::Error::msg)?;
+        let code = run_cells(&cells, &out, &options, fail_fast)?;
         if !Environment::capture().is_optimized() {
             return Ok(code); // nothing was stored to judge
         }
         let policy = regression_policy(&selection.matrix, &selection.profile)?;
         let baselines = baselines_dir(judging.baselines.clone(), &selection.matrix);
-        let leg = Environment::capture().leg();
         let judged = report_legs(
             &out,
             &baselines,
             &[leg],
             &selection.profile,
-            policy,
-            judging.strict,
+            (policy, judging.strict),
+            Some(&options.run_id),
         )?;
         Ok(code.max(judged))
     })
 }
 
-fn run_cells(cells: &[Cell], out: &Path, fail_fast: bool) -> Result<u8> {
+fn run_cells(cells: &[Cell], out: &Path, options: &RunOptions, fail_fast: bool) -> Result<u8> {
     let progress = if std::io::stdout().is_terminal() {
         let bar = ProgressBar::new(cells.len() as u64);
         bar.set_style(
@@ -56,20 +59,28 @@ fn run_cells(cells: &[Cell], out: &Path, fail_fast: bool) -> Result<u8> {
     for path in ipc_matrix::remove_stale_artifacts_once() {
         println!("removed a leftover of a crashed run: {}", path.display());
     }
-    let options = RunOptions::from_env().map_err(anyhow::Error::msg)?;
     let mut results = Vec::new();
     let mut not_stored = 0;
+    let mut lost = 0;
     for cell in cells {
         progress.set_message(cell.id.clone());
-        let (result, stored) = run_and_store(cell, &options, out);
-        let line = verdict_line(&result);
+        let (mut result, stored) = run_and_store(cell, options, out);
         match stored {
             Stored::At(_) => {}
             Stored::NotOptimized => not_stored += 1,
+            // A result that is not on disk cannot be judged or reported: the cell fails.
             Stored::Failed(e) => {
-                eprintln!("warning: the result of {} was not stored: {e}", cell.id)
+                lost += 1;
+                result.outcome.passed = false;
+                result.outcome.failure.get_or_insert(Failure {
+                    kind: FailureKind::Setup,
+                    round_trip: None,
+                    reason: format!("its result could not be stored: {e}"),
+                });
+                eprintln!("error: the result of {} was not stored: {e}", cell.id);
             }
         }
+        let line = verdict_line(&result);
         if progress.is_hidden() {
             println!("{line}");
         } else {
@@ -98,8 +109,12 @@ fn run_cells(cells: &[Cell], out: &Path, fail_fast: bool) -> Result<u8> {
     } else {
         println!("results: {}", run_dir.join("cells").display());
     }
+    if lost > 0 {
+        println!("{lost} results could not be stored; those cells count as failed");
+    }
     println!(
-        "{} cells: {} passed, {failed} failed{}",
+        "run {}: {} cells: {} passed, {failed} failed{}",
+        options.run_id,
         results.len(),
         results.len() - failed,
         if results.len() < cells.len() {
