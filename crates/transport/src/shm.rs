@@ -604,4 +604,131 @@ mod tests {
         assert_eq!(big.len, SLOTS_AT + 2 * SLOTS as usize * (MAX_SLOT + 64));
         assert_eq!(big.slot_offset(1, 7) + big.stride, big.len);
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+        use proptest::test_runner::Config;
+
+        /// What a segment's creator controls: its size, the header's fields, the ring
+        /// counters and the chunk header of the slot the peer reads first.
+        #[derive(Debug, Clone)]
+        struct Segment {
+            len: usize,
+            slot_size: u32,
+            slots: u32,
+            magic_ok: bool,
+            version: u32,
+            counters: [u32; 4],
+            chunk: u32,
+            announced: u64,
+        }
+
+        fn segments() -> impl Strategy<Value = Segment> {
+            // Anything at all, mostly refused ...
+            let anything = (
+                prop_oneof![
+                    64usize..SLOTS_AT,
+                    SLOTS_AT..SLOTS_AT + 64 * 1024,
+                    Just(SLOTS_AT + 2 * 128),
+                ],
+                prop_oneof![any::<u32>(), 0u32..9000, Just(4_294_967_280)],
+                prop_oneof![any::<u32>(), 0u32..20, Just(1 << 31)],
+            );
+            // ... and layouts within a few bytes of fitting their segment, either way.
+            let near_fit =
+                (1u32..4200, 1u32..9, -80isize..80).prop_map(|(slot_size, slots, delta)| {
+                    let need = Layout::new(slot_size as usize, slots).unwrap().len;
+                    (need.saturating_add_signed(delta), slot_size, slots)
+                });
+            let version = prop_oneof![9 => Just(LAYOUT_VERSION), 1 => any::<u32>()];
+            (
+                prop_oneof![anything, near_fit],
+                (prop::bool::weighted(0.9), version),
+                any::<[u32; 4]>(),
+                (prop_oneof![any::<u32>(), 0u32..9000], any::<u64>()),
+            )
+                .prop_map(
+                    |(
+                        (len, slot_size, slots),
+                        (magic_ok, version),
+                        counters,
+                        (chunk, announced),
+                    )| {
+                        Segment {
+                            len,
+                            slot_size,
+                            slots,
+                            magic_ok,
+                            version,
+                            counters,
+                            chunk,
+                            announced,
+                        }
+                    },
+                )
+        }
+
+        proptest! {
+            #![proptest_config(Config {
+                cases: 512,
+                failure_persistence: None,
+                ..Config::default()
+            })]
+
+            /// Any header: attach either refuses with Corrupt, or accepts exactly when the
+            /// layout fits the mapping, with that layout; then sending and receiving
+            /// through it (at whatever ring positions the creator left) never crashes.
+            #[test]
+            fn attach_to_any_header_is_refused_or_consistent(segment in segments()) {
+                let raw = RawSegment::create(segment.len, segment.slot_size, segment.slots);
+                let fits = Layout::new(segment.slot_size as usize, segment.slots)
+                    .filter(|layout| layout.len <= segment.len && segment.len >= SLOTS_AT);
+                let valid = segment.magic_ok && segment.version == LAYOUT_VERSION;
+                // SAFETY: the test's own mapping; the header fields are inside it, the ring
+                // counters only when it holds SLOTS_AT bytes, and the slot only when the
+                // layout fits it.
+                unsafe {
+                    let header = raw.map.cast::<Header>();
+                    (*header).version = segment.version;
+                    if !segment.magic_ok {
+                        (*header).magic.store(!MAGIC, Ordering::Release);
+                    }
+                    if segment.len >= SLOTS_AT {
+                        for (i, value) in segment.counters.iter().enumerate() {
+                            raw.map.add(RINGS_AT + i * 64).cast::<u32>().write(*value);
+                        }
+                    }
+                    if let Some(layout) = fits {
+                        // The slot the peer reads first: ring 0 at its tail.
+                        let slot = raw.map.add(layout.slot_offset(0, segment.counters[1]));
+                        slot.cast::<u32>().write(segment.chunk);
+                        slot.add(8).cast::<u64>().write(segment.announced);
+                    }
+                }
+                let deadline = Instant::now() + Duration::from_secs(5);
+                match attach(&raw.os_id, WakeMode::BusyPoll, deadline) {
+                    Ok(mut channel) => {
+                        prop_assert!(valid, "attached to a segment with a bad magic or version");
+                        prop_assert_eq!(Some(channel.layout), fits);
+                        let now = Instant::now();
+                        let _ = channel.send(&[0xa5; 300], now);
+                        let mut buf = Vec::new();
+                        match channel.recv(&mut buf, 1 << 16, now) {
+                            Ok(()) => prop_assert!(buf.len() <= 1 << 16),
+                            Err(TransportError::Timeout { .. })
+                            | Err(TransportError::TooLarge { .. })
+                            | Err(TransportError::Corrupt(_)) => {}
+                            Err(e) => prop_assert!(false, "unexpected {e}"),
+                        }
+                    }
+                    Err(TransportError::Corrupt(why)) => {
+                        prop_assert!(!valid || fits.is_none(), "refused a fitting layout: {why}");
+                        prop_assert!(why.contains(&raw.os_id), "{why}");
+                    }
+                    Err(e) => prop_assert!(false, "not a clear refusal: {e}"),
+                }
+            }
+        }
+    }
 }
