@@ -2,10 +2,11 @@
 # The test command (also what CI runs): formatting, lints, then every test through
 # nextest's `ci` profile, on this machine and on aarch64 under QEMU: unit tests, the
 # fault-injection tests, and one test per cell of the quick profile. Ends by writing each
-# leg's reports (judged against baselines/) and the two legs side by side. Installs
-# cargo-nextest, the aarch64 rustup target, its cross gcc and g++ and qemu-user, and protoc,
+# leg's reports (judged against baselines/) and the two legs side by side. Also runs the
+# transport crate's tests on s390x (big-endian) under QEMU. Installs cargo-nextest, the
+# aarch64 and s390x rustup targets, their cross gcc and g++ and qemu-user, and protoc,
 # capnp and pyzmq (the interop tests' reference implementations) if missing.
-# Arguments go to both `cargo nextest run` calls.
+# Arguments go to both legs' `cargo nextest run` calls (not to the s390x transport run).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(repo_root)"
 ensure_rust
@@ -36,6 +37,18 @@ if [ "$host" != "$emulated" ]; then
   legs+=("$emulated@qemu")
 fi
 
+# The transport crate alone on a big-endian CPU under QEMU: its conformance suite and
+# property tests read and write headers and length prefixes, which little-endian CPUs
+# cannot get wrong by accident. Not a leg: no cells, no reports; JUnit of its own.
+big_endian=s390x-unknown-linux-gnu
+if [ "$host" != "$big_endian" ]; then
+  scripts/setup-target.sh "$big_endian"
+  say "transport suite on $big_endian (big-endian, QEMU user mode)"
+  cargo nextest run --locked -p ipc-matrix-transport --profile ci --target "$big_endian" ||
+    first_failure $?
+  cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$big_endian-transport.xml" || true
+fi
+
 write_reports "${legs[@]}" || first_failure $?
 profile="$(suite_profile)"
 if [ "${#legs[@]}" -gt 1 ] && [ -d "target/ipc-matrix/${legs[1]}/$profile/cells" ]; then
@@ -43,7 +56,7 @@ if [ "${#legs[@]}" -gt 1 ] && [ -d "target/ipc-matrix/${legs[1]}/$profile/cells"
   ipc_matrix report --compare "target/ipc-matrix/${legs[0]}/$profile" "target/ipc-matrix/${legs[1]}/$profile" \
     >/dev/null || first_failure $?
 fi
-say "JUnit: target/nextest/ci/junit-<triple>.xml"
+say "JUnit: target/nextest/ci/junit-<triple>.xml (and junit-$big_endian-transport.xml)"
 for leg in "${legs[@]}"; do
   say "reports of $leg: target/ipc-matrix/$leg/$profile/report.{md,html} and results.json"
 done

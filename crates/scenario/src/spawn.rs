@@ -37,6 +37,25 @@ impl PeerProcess {
             }
             None => Command::new(program),
         };
+        // The transport's descriptors the peer inherits (a pipe's ends): clear their
+        // FD_CLOEXEC in the child only, with fcntl (async-signal-safe) between fork and exec.
+        let inherited = config.address.inherited_fds();
+        if !inherited.is_empty() {
+            let clear_cloexec = move || {
+                for &fd in &inherited {
+                    // SAFETY: fcntl on integers; no allocation, no lock.
+                    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+                    if flags < 0
+                        || unsafe { libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) } < 0
+                    {
+                        return Err(io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            };
+            // SAFETY: the closure only calls fcntl and reads a Vec allocated before fork.
+            unsafe { std::os::unix::process::CommandExt::pre_exec(&mut command, clear_cloexec) };
+        }
         let json = serde_json::to_string(config).map_err(io::Error::other)?;
         let mut child = command
             .arg(SERVE_ARG)

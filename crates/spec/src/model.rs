@@ -149,7 +149,7 @@ impl ScenarioKind {
     pub fn transports(self) -> &'static [TransportKind] {
         use TransportKind::*;
         match self {
-            ScenarioKind::Echo | ScenarioKind::Bulk => &[Shm, Local, Tcp, Udp],
+            ScenarioKind::Echo | ScenarioKind::Bulk => &[Shm, Local, Tcp, Udp, Pipe],
             ScenarioKind::Codec | ScenarioKind::FanOut | ScenarioKind::FanIn => &[Shm, Local, Tcp],
             ScenarioKind::Rpc | ScenarioKind::ReqRep => &[Local, Tcp],
             ScenarioKind::UdpLoad => &[Udp],
@@ -191,17 +191,20 @@ pub enum TransportKind {
     Tcp,
     /// UDP over 127.0.0.1; one message per datagram.
     Udp,
+    /// An anonymous pipe each way, inherited by the peer process.
+    Pipe,
     /// A file in a private temporary directory: where `logging` cells write.
     File,
 }
 
 impl TransportKind {
     /// The transports that carry messages between two processes.
-    pub const ALL: [TransportKind; 4] = [
+    pub const ALL: [TransportKind; 5] = [
         TransportKind::Shm,
         TransportKind::Local,
         TransportKind::Tcp,
         TransportKind::Udp,
+        TransportKind::Pipe,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -210,6 +213,7 @@ impl TransportKind {
             TransportKind::Local => "local",
             TransportKind::Tcp => "tcp",
             TransportKind::Udp => "udp",
+            TransportKind::Pipe => "pipe",
             TransportKind::File => "file",
         }
     }

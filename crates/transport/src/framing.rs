@@ -168,3 +168,191 @@ fn stream_error(e: io::Error, context: &'static str) -> TransportError {
         _ => TransportError::Io { context, source: e },
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::Channel;
+    use proptest::prelude::*;
+    use proptest::test_runner::Config;
+    use std::os::unix::net::UnixStream;
+
+    impl TimedStream for UnixStream {
+        fn set_read_timeout(&mut self, t: Duration) -> io::Result<()> {
+            UnixStream::set_read_timeout(self, Some(t))
+        }
+        fn set_write_timeout(&mut self, t: Duration) -> io::Result<()> {
+            UnixStream::set_write_timeout(self, Some(t))
+        }
+    }
+
+    fn deadline() -> Instant {
+        Instant::now() + Duration::from_secs(10)
+    }
+
+    /// A receiving end fed `wire` (then closed) by a thread of its own.
+    fn fed(wire: Vec<u8>) -> (Framed<UnixStream>, std::thread::JoinHandle<()>) {
+        let (ours, mut theirs) = UnixStream::pair().unwrap();
+        let writer = std::thread::spawn(move || {
+            let _ = theirs.write_all(&wire);
+        });
+        (Framed::new(ours).unwrap(), writer)
+    }
+
+    /// What the receiver must make of `wire`, frame by frame: each message, then the
+    /// error that ends it (`None`: the limit refused a length; `Some(())`: closed).
+    fn model(wire: &[u8], limit: usize) -> (Vec<Vec<u8>>, bool) {
+        let mut messages = Vec::new();
+        let mut rest = wire;
+        loop {
+            let Some((header, body)) = rest.split_first_chunk::<8>() else {
+                return (messages, true);
+            };
+            let announced = u64::from_le_bytes(*header);
+            if announced > limit as u64 {
+                return (messages, false);
+            }
+            if (body.len() as u64) < announced {
+                return (messages, true);
+            }
+            let (message, after) = body.split_at(announced as usize);
+            messages.push(message.to_vec());
+            rest = after;
+        }
+    }
+
+    /// Frames as a sender would write them, some with a lying length, cut anywhere, with
+    /// garbage after; or bytes with no structure at all.
+    fn wires() -> impl Strategy<Value = Vec<u8>> {
+        let framed = (
+            prop::collection::vec(
+                (
+                    prop::collection::vec(any::<u8>(), 0..600),
+                    prop::option::weighted(0.1, any::<u64>()),
+                ),
+                0..8,
+            ),
+            any::<prop::sample::Index>(),
+            prop::collection::vec(any::<u8>(), 0..16),
+        )
+            .prop_map(|(frames, cut, garbage)| {
+                let mut wire = Vec::new();
+                for (body, lie) in frames {
+                    let announced = lie.unwrap_or(body.len() as u64);
+                    wire.extend_from_slice(&announced.to_le_bytes());
+                    wire.extend_from_slice(&body);
+                }
+                let keep = if wire.is_empty() {
+                    0
+                } else {
+                    cut.index(wire.len() + 1)
+                };
+                wire.truncate(keep);
+                wire.extend_from_slice(&garbage);
+                wire
+            });
+        prop_oneof![3 => framed, 1 => prop::collection::vec(any::<u8>(), 0..4096)]
+    }
+
+    proptest! {
+        #![proptest_config(Config {
+            cases: 256,
+            failure_persistence: None,
+            ..Config::default()
+        })]
+
+        /// Any length prefix: over the limit it is refused before anything is allocated;
+        /// otherwise exactly that many bytes are the message, or the stream ends short.
+        #[test]
+        fn any_length_prefix(
+            announced in prop_oneof![any::<u64>(), 0u64..2048, Just(u64::MAX), 990u64..1010],
+            body in prop::collection::vec(any::<u8>(), 0..2048),
+            limit in prop_oneof![0usize..1500, Just(1000)],
+        ) {
+            let mut wire = announced.to_le_bytes().to_vec();
+            wire.extend_from_slice(&body);
+            let (mut framed, writer) = fed(wire);
+            let mut buf = Vec::new();
+            let result = framed.recv(&mut buf, limit, deadline());
+            writer.join().unwrap();
+            if announced > limit as u64 {
+                prop_assert!(
+                    matches!(result, Err(TransportError::TooLarge { announced: a, limit: l }) if a == announced && l == limit),
+                    "{result:?}"
+                );
+                prop_assert_eq!(buf.capacity(), 0);
+            } else if announced as usize <= body.len() {
+                prop_assert!(result.is_ok(), "{result:?}");
+                prop_assert_eq!(&buf[..], &body[..announced as usize]);
+            } else {
+                prop_assert!(matches!(result, Err(TransportError::Closed)), "{result:?}");
+            }
+        }
+
+        /// Any byte stream: the messages received are exactly those its frames hold, in
+        /// order, none over the limit, and it ends with TooLarge or Closed, never a panic.
+        #[test]
+        fn any_byte_stream(wire in wires(), limit in prop_oneof![0usize..700, Just(4096)]) {
+            let (expected, ends_closed) = model(&wire, limit);
+            let (mut framed, writer) = fed(wire);
+            let mut received = Vec::new();
+            let mut buf = Vec::new();
+            let end = loop {
+                match framed.recv(&mut buf, limit, deadline()) {
+                    Ok(()) => {
+                        prop_assert!(buf.len() <= limit);
+                        received.push(buf.clone());
+                    }
+                    Err(e) => break e,
+                }
+            };
+            writer.join().unwrap();
+            prop_assert_eq!(received, expected);
+            if ends_closed {
+                prop_assert!(matches!(end, TransportError::Closed), "{end:?}");
+            } else {
+                prop_assert!(matches!(end, TransportError::TooLarge { .. }), "{end:?}");
+            }
+        }
+
+    }
+
+    proptest! {
+        // Fewer cases: some messages are 64 KiB, slow under QEMU.
+        #![proptest_config(Config {
+            cases: 128,
+            failure_persistence: None,
+            ..Config::default()
+        })]
+
+        /// Whatever is sent is received whole and in order, small messages (header and
+        /// body in one write) and large ones (written apart) alike.
+        #[test]
+        fn what_is_sent_is_received(
+            messages in prop::collection::vec(
+                prop_oneof![
+                    8 => prop::collection::vec(any::<u8>(), 0..2000),
+                    1 => prop::collection::vec(any::<u8>(), COALESCE_LIMIT - 2..COALESCE_LIMIT + 3),
+                ],
+                0..12,
+            ),
+        ) {
+            let (ours, theirs) = UnixStream::pair().unwrap();
+            let to_send = messages.clone();
+            let sender = std::thread::spawn(move || {
+                let mut framed = Framed::new(theirs).unwrap();
+                for message in &to_send {
+                    framed.send(message, deadline()).unwrap();
+                }
+            });
+            let mut framed = Framed::new(ours).unwrap();
+            let mut buf = Vec::new();
+            for message in &messages {
+                framed.recv(&mut buf, COALESCE_LIMIT + 3, deadline()).unwrap();
+                prop_assert_eq!(&buf, message);
+            }
+            sender.join().unwrap();
+            prop_assert!(matches!(framed.recv(&mut buf, 1, deadline()), Err(TransportError::Closed)));
+        }
+    }
+}

@@ -2,12 +2,15 @@
 //!
 //! A channel has two ends in two processes. The measuring process calls [`listen`], which
 //! returns an [`Acceptor`] and the [`PeerAddress`] to hand to the peer; the peer calls
-//! [`connect`] with that address. One file per transport; Linux specifics in `platform`.
+//! [`connect`] with that address (for a pipe, the peer must first inherit the descriptors
+//! [`PeerAddress::inherited_fds`] names). One file per transport; Linux specifics in
+//! `platform`.
 
 mod cleanup;
 mod error;
 mod framing;
 mod local;
+mod pipe;
 mod platform;
 mod shm;
 mod tcp;
@@ -19,6 +22,7 @@ pub use ipc_matrix_spec::{TransportKind, WakeMode};
 pub use platform::{allowed_cpus, die_with_parent, process_alive, set_thread_cpus};
 
 use serde::{Deserialize, Serialize};
+use std::os::fd::RawFd;
 use std::time::Instant;
 
 /// A message channel between two processes.
@@ -57,10 +61,80 @@ pub trait Acceptor {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "transport", rename_all = "kebab-case")]
 pub enum PeerAddress {
-    Shm { os_id: String, wake: WakeMode },
-    Local { path: std::path::PathBuf },
-    Tcp { addr: std::net::SocketAddr },
-    Udp { addr: std::net::SocketAddr },
+    Shm {
+        os_id: String,
+        wake: WakeMode,
+    },
+    Local {
+        path: std::path::PathBuf,
+    },
+    Tcp {
+        addr: std::net::SocketAddr,
+    },
+    Udp {
+        addr: std::net::SocketAddr,
+    },
+    /// Descriptors the peer inherits from the measuring side (see `inherited_fds`).
+    Pipe {
+        read_fd: RawFd,
+        write_fd: RawFd,
+    },
+}
+
+/// The kind of socket a stack that opens its own sockets (ZeroMQ, Cap'n Proto RPC) can
+/// bind, for the transports that are such sockets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SocketKind {
+    /// TCP on 127.0.0.1.
+    Tcp,
+    /// A Unix stream socket in a private directory.
+    Unix,
+}
+
+impl SocketKind {
+    /// The socket `kind` stands for; `None` for transports that are not sockets a stack
+    /// can bind (each listed here, so a new transport decides).
+    pub fn of(kind: TransportKind) -> Option<SocketKind> {
+        match kind {
+            TransportKind::Tcp => Some(SocketKind::Tcp),
+            TransportKind::Local => Some(SocketKind::Unix),
+            TransportKind::Shm | TransportKind::Udp | TransportKind::Pipe | TransportKind::File => {
+                None
+            }
+        }
+    }
+}
+
+/// Where a stack that opens its own sockets finds its peer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SocketEndpoint {
+    Tcp(std::net::SocketAddr),
+    Unix(std::path::PathBuf),
+}
+
+impl PeerAddress {
+    /// The socket this address names, for stacks that open their own sockets; `None`
+    /// for transports that are not such sockets.
+    pub fn socket(&self) -> Option<SocketEndpoint> {
+        match self {
+            PeerAddress::Tcp { addr } => Some(SocketEndpoint::Tcp(*addr)),
+            PeerAddress::Local { path } => Some(SocketEndpoint::Unix(path.clone())),
+            PeerAddress::Shm { .. } | PeerAddress::Udp { .. } | PeerAddress::Pipe { .. } => None,
+        }
+    }
+
+    /// Descriptors of the measuring process that the peer must inherit: whoever starts the
+    /// peer clears FD_CLOEXEC on exactly these, in the child (every other descriptor of
+    /// ours stays close-on-exec). Empty for transports the peer reaches by name.
+    pub fn inherited_fds(&self) -> Vec<RawFd> {
+        match self {
+            PeerAddress::Pipe { read_fd, write_fd } => vec![*read_fd, *write_fd],
+            PeerAddress::Shm { .. }
+            | PeerAddress::Local { .. }
+            | PeerAddress::Tcp { .. }
+            | PeerAddress::Udp { .. } => Vec::new(),
+        }
+    }
 }
 
 /// Options of the measuring side that shape the channel.
@@ -84,6 +158,7 @@ pub fn listen(
         TransportKind::Local => Box::new(local::LocalAcceptor::bind()?),
         TransportKind::Tcp => Box::new(tcp::TcpAcceptor::bind()?),
         TransportKind::Udp => Box::new(udp::UdpAcceptor::bind()?),
+        TransportKind::Pipe => Box::new(pipe::PipeAcceptor::create()?),
         TransportKind::File => {
             return Err(TransportError::io("opening a channel")(
                 std::io::Error::new(
@@ -105,5 +180,6 @@ pub fn connect(
         PeerAddress::Local { path } => Box::new(local::connect(path, deadline)?),
         PeerAddress::Tcp { addr } => Box::new(tcp::connect(*addr, deadline)?),
         PeerAddress::Udp { addr } => Box::new(udp::connect(*addr, deadline)?),
+        PeerAddress::Pipe { read_fd, write_fd } => Box::new(pipe::connect(*read_fd, *write_fd)?),
     })
 }

@@ -57,33 +57,101 @@ struct RingControl {
     tail: Counter,
 }
 
-fn slot_stride(slot_size: usize) -> usize {
-    (SLOT_HEADER + slot_size).div_ceil(64) * 64
+// The layout unsafe code relies on, checked when this compiles: the header fits before
+// the ring controls, both ring controls fit before the slots, and slots start 64-aligned
+// (a slot's u64 length is written at offset 8 of it).
+const _: () = {
+    assert!(std::mem::size_of::<Header>() <= RINGS_AT);
+    assert!(RINGS_AT.is_multiple_of(std::mem::align_of::<RingControl>()));
+    assert!(RINGS_AT + 2 * std::mem::size_of::<RingControl>() <= SLOTS_AT);
+    assert!(SLOTS_AT.is_multiple_of(64));
+    assert!(SLOT_HEADER >= 16 && SLOT_HEADER.is_multiple_of(8));
+    assert!(MIN_SLOT <= MAX_SLOT && MAX_SLOT <= u32::MAX as usize);
+    assert!(Layout::new(MAX_SLOT, SLOTS).is_some());
+};
+
+/// Where the slots are in a segment: `slots` per ring, each `stride` bytes apart, the
+/// whole `len` bytes long. Only made by [`Layout::new`], whose arithmetic is checked, so a
+/// `Layout` never describes more bytes than `len`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Layout {
+    slot_size: usize,
+    slots: u32,
+    stride: usize,
+    len: usize,
 }
 
-fn segment_len(slot_size: usize, slots: u32) -> usize {
-    SLOTS_AT + 2 * slots as usize * slot_stride(slot_size)
+impl Layout {
+    /// `None` when there are no slots, a slot holds nothing, or the sizes overflow.
+    const fn new(slot_size: usize, slots: u32) -> Option<Self> {
+        if slot_size == 0 || slots == 0 {
+            return None;
+        }
+        let Some(stride) = SLOT_HEADER.checked_add(slot_size) else {
+            return None;
+        };
+        let Some(stride) = stride.checked_next_multiple_of(64) else {
+            return None;
+        };
+        let Some(both_rings) = (slots as usize).checked_mul(2) else {
+            return None;
+        };
+        let Some(slot_bytes) = both_rings.checked_mul(stride) else {
+            return None;
+        };
+        let Some(len) = SLOTS_AT.checked_add(slot_bytes) else {
+            return None;
+        };
+        Some(Self {
+            slot_size,
+            slots,
+            stride,
+            len,
+        })
+    }
+
+    /// Offset of slot `index` (taken modulo the ring's slots) of `ring` (0 or 1). The
+    /// slot's stride ends at or before `len`: n < 2 * slots, so
+    /// SLOTS_AT + n * stride + stride <= SLOTS_AT + 2 * slots * stride = len.
+    fn slot_offset(&self, ring: usize, index: u32) -> usize {
+        debug_assert!(ring < 2);
+        let n = ring * self.slots as usize + (index % self.slots) as usize;
+        SLOTS_AT + n * self.stride
+    }
 }
 
 pub struct ShmAcceptor {
     shm: Shmem,
     wake: WakeMode,
+    /// What this side wrote into the header; never read back from the shared header, which
+    /// the peer could overwrite.
+    layout: Layout,
 }
 
 impl ShmAcceptor {
     pub fn create(wake: WakeMode, max_message: usize) -> Result<Self, TransportError> {
-        let slot_size = max_message.clamp(MIN_SLOT, MAX_SLOT).div_ceil(64) * 64;
+        // At most MAX_SLOT, a multiple of 64: the const assertions cover this layout.
+        let slot_size = max_message.clamp(MIN_SLOT, MAX_SLOT).next_multiple_of(64);
+        let layout = Layout::new(slot_size, SLOTS).expect("MAX_SLOT-sized slots fit");
         let os_id = format!("/{}", unique_name());
         let shm = ShmemConf::new()
-            .size(segment_len(slot_size, SLOTS))
+            .size(layout.len)
             .os_id(&os_id)
             .create()
             .map_err(|e| TransportError::Io {
                 context: "creating the shared memory segment",
                 source: std::io::Error::other(e.to_string()),
             })?;
-        // SAFETY: the mapping is at least SLOTS_AT bytes and page-aligned; nobody else has
-        // it yet, and the magic number is published last, with Release.
+        if shm.len() < layout.len {
+            return Err(TransportError::Corrupt(format!(
+                "the new segment {os_id} is {} bytes, not the {} asked for",
+                shm.len(),
+                layout.len
+            )));
+        }
+        // SAFETY: the mapping is at least layout.len >= SLOTS_AT bytes and page-aligned, so
+        // it holds an aligned header; nobody else has it yet, and the magic number is
+        // published last, with Release.
         unsafe {
             let header = shm.as_ptr().cast::<Header>();
             (*header).version = LAYOUT_VERSION;
@@ -92,7 +160,7 @@ impl ShmAcceptor {
             (*header).owner_pid.store(current_pid(), Ordering::Relaxed);
             (*header).magic.store(MAGIC, Ordering::Release);
         }
-        Ok(Self { shm, wake })
+        Ok(Self { shm, wake, layout })
     }
 
     fn header(&self) -> &Header {
@@ -125,7 +193,10 @@ impl Acceptor for ShmAcceptor {
         unsafe { libc::shm_unlink(name.as_ptr()) };
         self.shm.set_owner(false);
         let peer_pid = self.header().peer_pid.load(Ordering::Acquire);
-        Ok(Box::new(ShmChannel::new(self.shm, self.wake, 0, peer_pid)))
+        let layout = self.layout;
+        Ok(Box::new(ShmChannel::new(
+            self.shm, layout, self.wake, 0, peer_pid,
+        )))
     }
 }
 
@@ -149,14 +220,15 @@ pub fn attach(
             }
         }
     };
-    if shm.len() < SLOTS_AT {
+    let real_len = shm.len();
+    if real_len < SLOTS_AT {
         return Err(TransportError::Corrupt(format!(
-            "segment {os_id} is {} bytes, too small for a header",
-            shm.len()
+            "segment {os_id} is {real_len} bytes, too small for a header"
         )));
     }
-    // SAFETY: the mapping holds at least a header; fields other than atomics are read only
-    // after the magic number was seen with Acquire.
+    // SAFETY: the mapping (page-aligned) holds at least SLOTS_AT bytes, so a header; fields
+    // other than atomics are read only after the magic number was seen with Acquire, and
+    // each is read once, here: what is used later is what is checked below.
     let (slot_size, slots, owner) = unsafe {
         let header = &*shm.as_ptr().cast::<Header>();
         if header.magic.load(Ordering::Acquire) != MAGIC || header.version != LAYOUT_VERSION {
@@ -165,18 +237,15 @@ pub fn attach(
             )));
         }
         (
-            header.slot_size as usize,
+            header.slot_size,
             header.slots,
             header.owner_pid.load(Ordering::Relaxed),
         )
     };
-    if slots == 0 || slot_size == 0 || shm.len() < segment_len(slot_size, slots) {
-        return Err(TransportError::Corrupt(format!(
-            "segment {os_id} is {} bytes, too small for {slots} slots of {slot_size} bytes",
-            shm.len()
-        )));
-    }
-    let channel = ShmChannel::new(shm, wake, 1, owner);
+    // The header is the other process's word; the mapping's size is the kernel's.
+    let layout = checked_layout(slot_size, slots, real_len)
+        .map_err(|why| TransportError::Corrupt(format!("segment {os_id}: {why}")))?;
+    let channel = ShmChannel::new(shm, layout, wake, 1, owner);
     let header = channel.header();
     header.peer_pid.store(current_pid(), Ordering::Relaxed);
     header.attached.store(1, Ordering::SeqCst);
@@ -184,13 +253,31 @@ pub fn attach(
     Ok(channel)
 }
 
+/// The layout a header announces, if the `real_len` bytes actually mapped hold it.
+fn checked_layout(slot_size: u32, slots: u32, real_len: usize) -> Result<Layout, String> {
+    let layout = Layout::new(slot_size as usize, slots).ok_or_else(|| {
+        format!(
+            "its header announces {slots} slots of {slot_size} bytes per ring, a layout whose \
+             size is zero or overflows (the mapping is {real_len} bytes)"
+        )
+    })?;
+    if layout.len > real_len {
+        return Err(format!(
+            "its header announces {slots} slots of {slot_size} bytes per ring, {} bytes, \
+             but the mapping is {real_len} bytes",
+            layout.len
+        ));
+    }
+    Ok(layout)
+}
+
 pub struct ShmChannel {
     shm: Shmem,
     wake: WakeMode,
     tx: usize,
     rx: usize,
-    slot_size: usize,
-    slots: u32,
+    /// Checked against the mapping's real size (attach) or made by this side (accept).
+    layout: Layout,
     other_pid: u32,
     /// The consumer's tail as last seen: while the ring has room by this count, the
     /// producer need not read the shared tail (one cache-line transfer less per message).
@@ -203,31 +290,32 @@ unsafe impl Send for ShmChannel {}
 
 impl ShmChannel {
     /// `side` 0 is the measuring side (sends on ring 0), 1 the peer (sends on ring 1).
-    fn new(shm: Shmem, wake: WakeMode, side: usize, other_pid: u32) -> Self {
-        // SAFETY: the header was initialised by the creator before either side gets here.
-        let (slot_size, slots) = unsafe {
-            let header = &*shm.as_ptr().cast::<Header>();
-            (header.slot_size as usize, header.slots)
-        };
+    /// `layout` must fit in `shm` (`layout.len <= shm.len()`): every pointer into the
+    /// segment is computed from it.
+    fn new(shm: Shmem, layout: Layout, wake: WakeMode, side: usize, other_pid: u32) -> Self {
+        assert!(layout.len <= shm.len(), "the layout fits the mapping");
         Self {
             shm,
             wake,
             tx: side,
             rx: 1 - side,
-            slot_size,
-            slots,
+            layout,
             other_pid,
             tail_seen: 0,
         }
     }
 
     fn header(&self) -> &Header {
-        // SAFETY: see new.
+        // SAFETY: the mapping holds layout.len >= SLOTS_AT bytes, so an aligned header
+        // (const assertions); only its atomics are used after setup.
         unsafe { &*self.shm.as_ptr().cast::<Header>() }
     }
 
     fn ring(&self, ring: usize) -> &RingControl {
-        // SAFETY: RINGS_AT + 2 * size_of::<RingControl>() <= SLOTS_AT, checked at attach.
+        assert!(ring < 2);
+        // SAFETY: RINGS_AT + 2 * size_of::<RingControl>() <= SLOTS_AT <= layout.len <=
+        // the mapping's length, and RINGS_AT is aligned for RingControl (const assertions
+        // at the top of this file; layout.len checked in ShmChannel::new).
         unsafe {
             &*self
                 .shm
@@ -238,14 +326,13 @@ impl ShmChannel {
         }
     }
 
+    /// The start of a slot: `layout.stride` bytes (SLOT_HEADER + slot_size, rounded up)
+    /// inside the mapping, 64-aligned.
     fn slot(&self, ring: usize, index: u32) -> *mut u8 {
-        let n = ring * self.slots as usize + (index % self.slots) as usize;
-        // SAFETY: n < 2 * slots, and the segment holds 2 * slots strides after SLOTS_AT.
-        unsafe {
-            self.shm
-                .as_ptr()
-                .add(SLOTS_AT + n * slot_stride(self.slot_size))
-        }
+        let offset = self.layout.slot_offset(ring, index);
+        // SAFETY: offset + stride <= layout.len <= the mapping's length (Layout::slot_offset
+        // and ShmChannel::new).
+        unsafe { self.shm.as_ptr().add(offset) }
     }
 
     /// Waits until `ready(counter)` holds and returns the counter's value.
@@ -314,7 +401,7 @@ impl Channel for ShmChannel {
         loop {
             // Only this side writes head, so a relaxed read of our own value is exact.
             let head = ring.head.value.load(Ordering::Relaxed);
-            let slots = self.slots;
+            let slots = self.layout.slots;
             if head.wrapping_sub(tail_seen) >= slots {
                 tail_seen = self.wait_for(
                     &ring.tail,
@@ -323,7 +410,7 @@ impl Channel for ShmChannel {
                     "free slot (the other side does not read)",
                 )?;
             }
-            let chunk = (message.len() - sent).min(self.slot_size);
+            let chunk = (message.len() - sent).min(self.layout.slot_size);
             let slot = self.slot(self.tx, head);
             // SAFETY: the slot is ours until head is published; it has room for the header
             // and slot_size bytes; `chunk` <= slot_size and the source range is in bounds.
@@ -381,10 +468,10 @@ impl Channel for ShmChannel {
                     )))
                 }
             };
-            if chunk > self.slot_size || buf.len() + chunk > expected {
+            if chunk > self.layout.slot_size || buf.len() + chunk > expected {
                 return Err(TransportError::Corrupt(format!(
                     "a {chunk}-byte chunk does not fit (slot {} bytes, {} of {expected} received)",
-                    self.slot_size,
+                    self.layout.slot_size,
                     buf.len()
                 )));
             }
@@ -400,6 +487,247 @@ impl Channel for ShmChannel {
             self.publish(&ring.tail, tail.wrapping_add(1));
             if buf.len() == expected {
                 return Ok(());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A segment of `len` bytes named like ours, holding a header written by hand: what a
+    /// hostile or corrupted creator could leave. Unlinked when dropped.
+    struct RawSegment {
+        os_id: String,
+        map: *mut u8,
+        len: usize,
+    }
+
+    impl RawSegment {
+        fn create(len: usize, slot_size: u32, slots: u32) -> Self {
+            let os_id = format!("/{}", unique_name());
+            let name = std::ffi::CString::new(os_id.clone()).unwrap();
+            // SAFETY: plain POSIX calls on a fresh name; the mapping is `len` bytes and
+            // the header fits in it (len >= SLOTS_AT in every caller).
+            unsafe {
+                let fd = libc::shm_open(
+                    name.as_ptr(),
+                    libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
+                    0o600,
+                );
+                assert!(fd >= 0, "shm_open: {}", std::io::Error::last_os_error());
+                assert_eq!(libc::ftruncate(fd, len as libc::off_t), 0);
+                let map = libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    fd,
+                    0,
+                );
+                libc::close(fd);
+                assert_ne!(map, libc::MAP_FAILED);
+                let header = map.cast::<Header>();
+                (*header).version = LAYOUT_VERSION;
+                (*header).slot_size = slot_size;
+                (*header).slots = slots;
+                (*header).owner_pid.store(current_pid(), Ordering::Relaxed);
+                (*header).magic.store(MAGIC, Ordering::Release);
+                Self {
+                    os_id,
+                    map: map.cast(),
+                    len,
+                }
+            }
+        }
+    }
+
+    impl Drop for RawSegment {
+        fn drop(&mut self) {
+            let name = std::ffi::CString::new(self.os_id.clone()).unwrap();
+            // SAFETY: the mapping and the name are ours.
+            unsafe {
+                libc::munmap(self.map.cast(), self.len);
+                libc::shm_unlink(name.as_ptr());
+            }
+        }
+    }
+
+    /// The header of a 4096-byte segment claims 2^31 slots of 4294967280 bytes: the size
+    /// they need wraps around to 4096 in 64-bit arithmetic. Attaching must refuse it
+    /// (it used to accept it, and the first send wrote far outside the mapping).
+    #[test]
+    fn attach_refuses_a_header_whose_size_wraps_around() {
+        let segment = RawSegment::create(4096, 4_294_967_280, 1 << 31);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        match attach(&segment.os_id, WakeMode::Blocking, deadline) {
+            Ok(mut channel) => {
+                let _ = channel.send(b"hello", Instant::now() + Duration::from_millis(50));
+                panic!("attached to a segment whose header does not fit it");
+            }
+            Err(e) => {
+                let message = e.to_string();
+                assert!(matches!(e, TransportError::Corrupt(_)), "{message}");
+                assert!(message.contains("4096"), "{message}");
+            }
+        }
+    }
+
+    /// One byte short of what the header needs is refused; exactly enough is accepted.
+    #[test]
+    fn attach_checks_the_header_against_the_real_segment_size() {
+        let need = Layout::new(64, 1).unwrap().len;
+        assert_eq!(need, SLOTS_AT + 2 * 128);
+        let deadline = || Instant::now() + Duration::from_secs(5);
+        let short = RawSegment::create(need - 1, 64, 1);
+        let e = attach(&short.os_id, WakeMode::BusyPoll, deadline())
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string()
+                .contains(&format!("{need} bytes, but the mapping is {}", need - 1)),
+            "{e}"
+        );
+        let exact = RawSegment::create(need, 64, 1);
+        let channel = attach(&exact.os_id, WakeMode::BusyPoll, deadline()).unwrap();
+        assert_eq!(channel.layout.len, need);
+    }
+
+    #[test]
+    fn layouts_whose_size_overflows_or_is_empty_do_not_exist() {
+        assert_eq!(Layout::new(0, 4), None);
+        assert_eq!(Layout::new(4096, 0), None);
+        assert_eq!(Layout::new(usize::MAX - 8, 1), None);
+        assert_eq!(Layout::new(usize::MAX / 4, u32::MAX), None);
+        let big = Layout::new(MAX_SLOT, SLOTS).unwrap();
+        assert_eq!(big.len, SLOTS_AT + 2 * SLOTS as usize * (MAX_SLOT + 64));
+        assert_eq!(big.slot_offset(1, 7) + big.stride, big.len);
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+        use proptest::test_runner::Config;
+
+        /// What a segment's creator controls: its size, the header's fields, the ring
+        /// counters and the chunk header of the slot the peer reads first.
+        #[derive(Debug, Clone)]
+        struct Segment {
+            len: usize,
+            slot_size: u32,
+            slots: u32,
+            magic_ok: bool,
+            version: u32,
+            counters: [u32; 4],
+            chunk: u32,
+            announced: u64,
+        }
+
+        fn segments() -> impl Strategy<Value = Segment> {
+            // Anything at all, mostly refused ...
+            let anything = (
+                prop_oneof![
+                    64usize..SLOTS_AT,
+                    SLOTS_AT..SLOTS_AT + 64 * 1024,
+                    Just(SLOTS_AT + 2 * 128),
+                ],
+                prop_oneof![any::<u32>(), 0u32..9000, Just(4_294_967_280)],
+                prop_oneof![any::<u32>(), 0u32..20, Just(1 << 31)],
+            );
+            // ... and layouts within a few bytes of fitting their segment, either way.
+            let near_fit =
+                (1u32..4200, 1u32..9, -80isize..80).prop_map(|(slot_size, slots, delta)| {
+                    let need = Layout::new(slot_size as usize, slots).unwrap().len;
+                    (need.saturating_add_signed(delta), slot_size, slots)
+                });
+            let version = prop_oneof![9 => Just(LAYOUT_VERSION), 1 => any::<u32>()];
+            (
+                prop_oneof![anything, near_fit],
+                (prop::bool::weighted(0.9), version),
+                any::<[u32; 4]>(),
+                (prop_oneof![any::<u32>(), 0u32..9000], any::<u64>()),
+            )
+                .prop_map(
+                    |(
+                        (len, slot_size, slots),
+                        (magic_ok, version),
+                        counters,
+                        (chunk, announced),
+                    )| {
+                        Segment {
+                            len,
+                            slot_size,
+                            slots,
+                            magic_ok,
+                            version,
+                            counters,
+                            chunk,
+                            announced,
+                        }
+                    },
+                )
+        }
+
+        proptest! {
+            #![proptest_config(Config {
+                cases: 512,
+                failure_persistence: None,
+                ..Config::default()
+            })]
+
+            /// Any header: attach either refuses with Corrupt, or accepts exactly when the
+            /// layout fits the mapping, with that layout; then sending and receiving
+            /// through it (at whatever ring positions the creator left) never crashes.
+            #[test]
+            fn attach_to_any_header_is_refused_or_consistent(segment in segments()) {
+                let raw = RawSegment::create(segment.len, segment.slot_size, segment.slots);
+                let fits = Layout::new(segment.slot_size as usize, segment.slots)
+                    .filter(|layout| layout.len <= segment.len && segment.len >= SLOTS_AT);
+                let valid = segment.magic_ok && segment.version == LAYOUT_VERSION;
+                // SAFETY: the test's own mapping; the header fields are inside it, the ring
+                // counters only when it holds SLOTS_AT bytes, and the slot only when the
+                // layout fits it.
+                unsafe {
+                    let header = raw.map.cast::<Header>();
+                    (*header).version = segment.version;
+                    if !segment.magic_ok {
+                        (*header).magic.store(!MAGIC, Ordering::Release);
+                    }
+                    if segment.len >= SLOTS_AT {
+                        for (i, value) in segment.counters.iter().enumerate() {
+                            raw.map.add(RINGS_AT + i * 64).cast::<u32>().write(*value);
+                        }
+                    }
+                    if let Some(layout) = fits {
+                        // The slot the peer reads first: ring 0 at its tail.
+                        let slot = raw.map.add(layout.slot_offset(0, segment.counters[1]));
+                        slot.cast::<u32>().write(segment.chunk);
+                        slot.add(8).cast::<u64>().write(segment.announced);
+                    }
+                }
+                let deadline = Instant::now() + Duration::from_secs(5);
+                match attach(&raw.os_id, WakeMode::BusyPoll, deadline) {
+                    Ok(mut channel) => {
+                        prop_assert!(valid, "attached to a segment with a bad magic or version");
+                        prop_assert_eq!(Some(channel.layout), fits);
+                        let now = Instant::now();
+                        let _ = channel.send(&[0xa5; 300], now);
+                        let mut buf = Vec::new();
+                        match channel.recv(&mut buf, 1 << 16, now) {
+                            Ok(()) => prop_assert!(buf.len() <= 1 << 16),
+                            Err(TransportError::Timeout { .. })
+                            | Err(TransportError::TooLarge { .. })
+                            | Err(TransportError::Corrupt(_)) => {}
+                            Err(e) => prop_assert!(false, "unexpected {e}"),
+                        }
+                    }
+                    Err(TransportError::Corrupt(why)) => {
+                        prop_assert!(!valid || fits.is_none(), "refused a fitting layout: {why}");
+                        prop_assert!(why.contains(&raw.os_id), "{why}");
+                    }
+                    Err(e) => prop_assert!(false, "not a clear refusal: {e}"),
+                }
             }
         }
     }

@@ -10,8 +10,8 @@ use crate::peer::{commit, spin_for, PeerConfig, PeerRole};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_results::{Failure, FailureKind};
-use ipc_matrix_spec::{Cell, TransportKind};
-use ipc_matrix_transport::{process_alive, PeerAddress, PrivateDir};
+use ipc_matrix_spec::Cell;
+use ipc_matrix_transport::{process_alive, PeerAddress, PrivateDir, SocketEndpoint, SocketKind};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -25,13 +25,10 @@ const PEER_LINGER_MS: i32 = 1000;
 
 /// The endpoint a peer address stands for.
 pub fn endpoint(address: &PeerAddress) -> Result<String, String> {
-    match address {
-        PeerAddress::Tcp { addr } => Ok(format!("tcp://{addr}")),
-        PeerAddress::Local { path } => Ok(format!("ipc://{}", path.display())),
-        // Listed one by one: a new transport must decide here whether ZeroMQ runs over it.
-        other @ (PeerAddress::Shm { .. } | PeerAddress::Udp { .. }) => {
-            Err(format!("ZeroMQ runs over tcp or ipc, not {other:?}"))
-        }
+    match address.socket() {
+        Some(SocketEndpoint::Tcp(addr)) => Ok(format!("tcp://{addr}")),
+        Some(SocketEndpoint::Unix(path)) => Ok(format!("ipc://{}", path.display())),
+        None => Err(format!("ZeroMQ runs over tcp or ipc, not {address:?}")),
     }
 }
 
@@ -54,8 +51,8 @@ pub(crate) fn req_rep(
         .map_err(|e| zmq_setup("setting socket options", e))?;
     // Holds the IPC socket file until the peer has connected (its first reply).
     let mut private_dir = None;
-    let address = match cell.transport {
-        TransportKind::Tcp => {
+    let address = match SocketKind::of(cell.transport) {
+        Some(SocketKind::Tcp) => {
             socket
                 .bind("tcp://127.0.0.1:*")
                 .map_err(|e| zmq_setup("binding tcp://127.0.0.1:*", e))?;
@@ -69,7 +66,7 @@ pub(crate) fn req_rep(
                 .map_err(|e| setup_failure(format!("the bound endpoint {bound}: {e}")))?;
             PeerAddress::Tcp { addr }
         }
-        TransportKind::Local => {
+        Some(SocketKind::Unix) => {
             let dir = PrivateDir::create()
                 .map_err(|e| setup_failure(format!("creating a private directory: {e}")))?;
             let path = dir.path().join("req-rep.ipc");
@@ -81,8 +78,11 @@ pub(crate) fn req_rep(
             private_dir = Some(dir);
             address
         }
-        other @ (TransportKind::Shm | TransportKind::Udp | TransportKind::File) => {
-            return Err(setup_failure(format!("req-rep does not run over {other}")))
+        None => {
+            return Err(setup_failure(format!(
+                "req-rep does not run over {}",
+                cell.transport
+            )))
         }
     };
     // libzmq applies the limit to the handshake's commands too: never below the slack.

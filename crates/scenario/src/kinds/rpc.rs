@@ -17,8 +17,8 @@ use futures::io::{BufReader, BufWriter};
 use futures::AsyncReadExt;
 use ipc_matrix_codec::echo_rpc_capnp::echo;
 use ipc_matrix_results::{Failure, FailureKind};
-use ipc_matrix_spec::{Cell, TransportKind};
-use ipc_matrix_transport::{process_alive, PeerAddress, PrivateDir};
+use ipc_matrix_spec::Cell;
+use ipc_matrix_transport::{process_alive, PeerAddress, PrivateDir, SocketEndpoint, SocketKind};
 use std::cell::Cell as Counter;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -108,24 +108,26 @@ async fn connect_peer(
     let listen_failure = |e: std::io::Error| setup_failure(format!("opening the listener: {e}"));
     // Holds the socket file of a local listener; removed once the peer is connected.
     let mut private_dir = None;
-    let (listener, address) = match cell.transport {
-        TransportKind::Tcp => {
+    let (listener, address) = match SocketKind::of(cell.transport) {
+        Some(SocketKind::Tcp) => {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                 .await
                 .map_err(listen_failure)?;
             let addr = listener.local_addr().map_err(listen_failure)?;
             (Listener::Tcp(listener), PeerAddress::Tcp { addr })
         }
-        TransportKind::Local => {
+        Some(SocketKind::Unix) => {
             let dir = PrivateDir::create().map_err(listen_failure)?;
             let path = dir.path().join("rpc.sock");
             let listener = tokio::net::UnixListener::bind(&path).map_err(listen_failure)?;
             private_dir = Some(dir);
             (Listener::Local(listener), PeerAddress::Local { path })
         }
-        // Listed one by one: a new transport must decide here whether RPC runs over it.
-        other @ (TransportKind::Shm | TransportKind::Udp | TransportKind::File) => {
-            return Err(setup_failure(format!("rpc does not run over {other}")))
+        None => {
+            return Err(setup_failure(format!(
+                "rpc does not run over {}",
+                cell.transport
+            )))
         }
     };
     let config = options.peer_config(cell, address, len, peer_cpu, PeerRole::RpcServer);
@@ -276,19 +278,20 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
     local.block_on(&runtime, async {
         let deadline = Instant::now() + config.idle_timeout;
         let network = loop {
-            let connected = match &config.address {
-                PeerAddress::Tcp { addr } => {
+            let connected = match config.address.socket() {
+                Some(SocketEndpoint::Tcp(addr)) => {
                     tokio::net::TcpStream::connect(addr).await.map(|stream| {
                         let _ = stream.set_nodelay(true);
                         vat_network(stream, Side::Server, config.limit)
                     })
                 }
-                PeerAddress::Local { path } => tokio::net::UnixStream::connect(path)
+                Some(SocketEndpoint::Unix(path)) => tokio::net::UnixStream::connect(path)
                     .await
                     .map(|stream| vat_network(stream, Side::Server, config.limit)),
-                other @ (PeerAddress::Shm { .. } | PeerAddress::Udp { .. }) => {
+                None => {
                     return Err(format!(
-                        "rpc runs over tcp or a local socket, not {other:?}"
+                        "rpc runs over tcp or a local socket, not {:?}",
+                        config.address
                     ))
                 }
             };

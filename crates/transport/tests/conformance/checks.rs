@@ -1,0 +1,515 @@
+//! The `Channel` contract, each clause written once as a check that runs against any
+//! transport. A `Subject` is one transport in one wake mode; `main.rs` makes one test per
+//! subject and check.
+//!
+//! UDP is lossy, and some clauses mean something else there; each check says how it
+//! adapts: a reply may be lost (resend, or count it lost, never accept a wrong one), and a
+//! send never waits for the reader (the datagram is dropped at the receiving socket).
+
+use crate::peer::{LIE_ANNOUNCED, LIE_LIMIT, LIE_SEED, ORDERED};
+use crate::support::{
+    bytes, compare, index_of, limit_of, ordered, HandMadeSegment, Peer, OP, PROMPT, SETUP,
+};
+use ipc_matrix_transport::{
+    listen, Channel, ListenOptions, PeerAddress, TransportError, TransportKind, WakeMode,
+};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy)]
+pub struct Subject {
+    pub name: &'static str,
+    pub kind: TransportKind,
+    pub wake: Option<WakeMode>,
+}
+
+impl Subject {
+    fn lossy(self) -> bool {
+        self.kind == TransportKind::Udp
+    }
+
+    fn limit(self) -> usize {
+        limit_of(self.kind)
+    }
+}
+
+/// Every transport and wake mode the contract is checked for.
+pub const SUBJECTS: &[Subject] = &[
+    Subject {
+        name: "shm-blocking",
+        kind: TransportKind::Shm,
+        wake: Some(WakeMode::Blocking),
+    },
+    Subject {
+        name: "shm-busy",
+        kind: TransportKind::Shm,
+        wake: Some(WakeMode::BusyPoll),
+    },
+    Subject {
+        name: "local",
+        kind: TransportKind::Local,
+        wake: None,
+    },
+    Subject {
+        name: "tcp",
+        kind: TransportKind::Tcp,
+        wake: None,
+    },
+    Subject {
+        name: "udp",
+        kind: TransportKind::Udp,
+        wake: None,
+    },
+    Subject {
+        name: "pipe",
+        kind: TransportKind::Pipe,
+        wake: None,
+    },
+];
+
+pub struct Check {
+    pub name: &'static str,
+    pub applies: fn(Subject) -> bool,
+    pub run: fn(Subject) -> Result<(), String>,
+}
+
+fn always(_: Subject) -> bool {
+    true
+}
+
+fn shm_only(subject: Subject) -> bool {
+    subject.kind == TransportKind::Shm
+}
+
+pub const CHECKS: &[Check] = &[
+    Check {
+        name: "sizes",
+        applies: always,
+        run: sizes,
+    },
+    Check {
+        name: "ordering",
+        applies: always,
+        run: ordering,
+    },
+    Check {
+        name: "receive-deadline",
+        applies: always,
+        run: receive_deadline,
+    },
+    Check {
+        name: "send-deadline",
+        applies: always,
+        run: send_deadline,
+    },
+    Check {
+        name: "peer-death",
+        applies: always,
+        run: peer_death,
+    },
+    Check {
+        name: "oversized-refused",
+        applies: always,
+        run: oversized_refused,
+    },
+    Check {
+        name: "hostile-header-refused",
+        applies: shm_only,
+        run: hostile_header_refused,
+    },
+];
+
+/// The measuring side of a channel of `subject` to a new peer playing `role`.
+fn open(subject: Subject, role: &str) -> Result<(Box<dyn Channel>, Peer), String> {
+    let acceptor = listen(
+        subject.kind,
+        ListenOptions {
+            wake: subject.wake,
+            max_message: subject.limit(),
+        },
+    )
+    .map_err(|e| format!("listening: {e}"))?;
+    let mut peer = Peer::spawn(role, &acceptor.address())?;
+    match acceptor.accept(peer.pid(), Instant::now() + SETUP) {
+        Ok(channel) => Ok((channel, peer)),
+        Err(e) => Err(format!(
+            "accepting the peer: {e}; its stderr: {}",
+            peer.finish()
+        )),
+    }
+}
+
+/// Adds the peer's stderr to a failure.
+fn with_stderr(peer: &mut Peer) -> impl FnOnce(String) -> String + '_ {
+    move |e| format!("{e}; the peer's stderr: {:?}", peer.finish())
+}
+
+/// Message sizes from 0 to the limit: around the 8-byte frame header and 64-byte lines,
+/// around one shared-memory slot (1 MiB for a channel sized for LIMIT: exactly one slot
+/// and one byte more, which streams as two chunks), several slots, and the limit itself.
+fn sizes_for(limit: usize) -> Vec<usize> {
+    const SLOT: usize = 1 << 20;
+    let mut sizes = vec![
+        0,
+        1,
+        2,
+        7,
+        8,
+        9,
+        63,
+        64,
+        65,
+        4095,
+        4096,
+        4097,
+        65_507,
+        65_535,
+        65_536,
+        65_537,
+        SLOT - 1,
+        SLOT,
+        SLOT + 1,
+        3 * SLOT + 17,
+        limit - 1,
+        limit,
+    ];
+    sizes.retain(|&s| s <= limit);
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
+
+/// Every size from 0 to the limit comes back whole and unchanged. UDP: a reply that does
+/// not come within a second is asked for again (at most 3 times); a late reply to an
+/// earlier message is skipped; any other reply fails.
+fn sizes(subject: Subject) -> Result<(), String> {
+    let (mut channel, mut peer) = open(subject, "echo")?;
+    let limit = subject.limit();
+    let mut sent: Vec<Vec<u8>> = Vec::new();
+    let mut reply = Vec::new();
+    for (i, &len) in sizes_for(limit).iter().enumerate() {
+        let message = bytes(0x5eed_0000 + i as u64, len);
+        let what = format!("the {len}-byte message");
+        let mut tries = 0;
+        'resend: loop {
+            tries += 1;
+            let wait = if subject.lossy() {
+                Duration::from_secs(1)
+            } else {
+                OP
+            };
+            let deadline = Instant::now() + wait;
+            channel
+                .send(&message, Instant::now() + OP)
+                .map_err(|e| format!("sending {what}: {e}"))
+                .map_err(with_stderr(&mut peer))?;
+            loop {
+                match channel.recv(&mut reply, limit, deadline) {
+                    Ok(()) if subject.lossy() && reply != message && sent.contains(&reply) => {}
+                    Ok(()) => break 'resend,
+                    Err(TransportError::Timeout { .. }) if subject.lossy() && tries < 3 => {
+                        continue 'resend
+                    }
+                    Err(e) => {
+                        return Err(format!("the reply to {what}: {e}"))
+                            .map_err(with_stderr(&mut peer))
+                    }
+                }
+            }
+        }
+        compare(&format!("the reply to {what}"), &message, &reply)?;
+        if subject.lossy() {
+            sent.push(message);
+        }
+    }
+    Ok(())
+}
+
+/// 10,000 messages arrive in the order sent, each whole, both ways: the peer checks the
+/// ones it receives (sent back to back, without waiting for replies), then sends as many.
+/// UDP: back to back would overflow the receiving socket by design, so each message is a
+/// round trip; a lost reply is counted (at most 10), and the replies that arrive must carry
+/// strictly increasing indices and exactly their message's bytes.
+fn ordering(subject: Subject) -> Result<(), String> {
+    if subject.lossy() {
+        return ordering_lossy(subject);
+    }
+    let (mut channel, mut peer) = open(subject, "sink-source")?;
+    let limit = subject.limit();
+    for i in 0..ORDERED {
+        channel
+            .send(&ordered(i), Instant::now() + OP)
+            .map_err(|e| format!("sending message {i}: {e}"))
+            .map_err(with_stderr(&mut peer))?;
+    }
+    let mut buf = Vec::new();
+    channel
+        .recv(&mut buf, limit, Instant::now() + OP)
+        .map_err(|e| format!("the peer's verdict: {e}"))
+        .map_err(with_stderr(&mut peer))?;
+    if buf != b"ok" {
+        return Err(format!(
+            "the peer received: {}",
+            String::from_utf8_lossy(&buf)
+        ));
+    }
+    for i in 0..ORDERED {
+        channel
+            .recv(&mut buf, limit, Instant::now() + OP)
+            .map_err(|e| format!("receiving message {i}: {e}"))
+            .map_err(with_stderr(&mut peer))?;
+        compare(&format!("message {i}"), &ordered(i), &buf)?;
+    }
+    Ok(())
+}
+
+fn ordering_lossy(subject: Subject) -> Result<(), String> {
+    const MAX_LOST: u64 = 10;
+    let (mut channel, mut peer) = open(subject, "echo")?;
+    let limit = subject.limit();
+    let mut last: Option<u64> = None;
+    let mut lost = 0;
+    let mut buf = Vec::new();
+    for i in 0..ORDERED {
+        channel
+            .send(&ordered(i), Instant::now() + OP)
+            .map_err(|e| format!("sending message {i}: {e}"))
+            .map_err(with_stderr(&mut peer))?;
+        let deadline = Instant::now() + Duration::from_secs(1);
+        loop {
+            match channel.recv(&mut buf, limit, deadline) {
+                Ok(()) => {
+                    let j = index_of(&buf).ok_or("a reply shorter than an index")?;
+                    if j > i || last.is_some_and(|l| j <= l) {
+                        return Err(format!(
+                            "round trip {i}: a reply to message {j} after one to {last:?}"
+                        ));
+                    }
+                    compare(&format!("the reply to message {j}"), &ordered(j), &buf)?;
+                    last = Some(j);
+                    if j == i {
+                        break;
+                    }
+                }
+                Err(TransportError::Timeout { .. }) => {
+                    lost += 1;
+                    if lost > MAX_LOST {
+                        return Err(format!("{lost} replies lost by round trip {i}"));
+                    }
+                    break;
+                }
+                Err(e) => {
+                    return Err(format!("round trip {i}: {e}")).map_err(with_stderr(&mut peer))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A receive with nothing coming returns Timeout at its deadline, promptly.
+fn receive_deadline(subject: Subject) -> Result<(), String> {
+    let (mut channel, mut peer) = open(subject, "stall")?;
+    let wait = Duration::from_millis(200);
+    let start = Instant::now();
+    let result = channel.recv(&mut Vec::new(), subject.limit(), start + wait);
+    let took = start.elapsed();
+    match result {
+        Err(TransportError::Timeout { .. }) if took >= wait && took < wait + PROMPT => Ok(()),
+        Err(TransportError::Timeout { .. }) => Err(format!(
+            "Timeout after {took:?}, for a deadline {wait:?} away"
+        )),
+        other => Err(format!("expected Timeout, got {other:?} after {took:?}"))
+            .map_err(with_stderr(&mut peer)),
+    }
+}
+
+/// A send into a channel whose reader stalls returns Timeout at its deadline once the
+/// channel is full (after at most 256 MiB). UDP: the reader's socket drops what it cannot
+/// hold, so no send waits: each must return by its deadline, and none may be a Timeout.
+fn send_deadline(subject: Subject) -> Result<(), String> {
+    let (mut channel, mut peer) = open(subject, "stall")?;
+    let wait = Duration::from_millis(300);
+    if subject.lossy() {
+        let datagram = bytes(0xda7a, subject.limit());
+        for i in 0..200 {
+            let start = Instant::now();
+            let result = channel.send(&datagram, start + wait);
+            let took = start.elapsed();
+            if result.is_err() || took > wait + PROMPT {
+                return Err(format!("datagram {i}: {result:?} after {took:?}"));
+            }
+        }
+        return Ok(());
+    }
+    let message = bytes(0xf111, 256 << 10);
+    for i in 0..1024 {
+        let start = Instant::now();
+        let result = channel.send(&message, start + wait);
+        let took = start.elapsed();
+        match result {
+            Ok(()) => {}
+            Err(TransportError::Timeout { .. }) if took >= wait && took < wait + PROMPT => {
+                return Ok(())
+            }
+            other => {
+                return Err(format!(
+                    "send {i}: expected Ok or Timeout, got {other:?} after {took:?}"
+                ))
+                .map_err(with_stderr(&mut peer))
+            }
+        }
+    }
+    Err("256 MiB went into a channel nobody reads".into())
+}
+
+/// When the peer dies (SIGKILL, no goodbye), a receive says so at once, however far its
+/// deadline, and sends fail within PROMPT too. UDP: the dead peer's port is noticed
+/// through the ICMP error a datagram sent to it causes, so each probe is a send and
+/// then a short receive.
+fn peer_death(subject: Subject) -> Result<(), String> {
+    let (mut channel, mut peer) = open(subject, "die")?;
+    channel
+        .send(b"die", Instant::now() + OP)
+        .map_err(|e| format!("sending die: {e}"))?;
+    let start = Instant::now();
+    let gone = |r: &Result<(), TransportError>| {
+        matches!(r, Err(TransportError::Closed | TransportError::PeerGone(_)))
+    };
+    let mut buf = Vec::new();
+    if subject.lossy() {
+        loop {
+            let _ = channel.send(b"are you there", Instant::now() + OP);
+            let result = channel.recv(
+                &mut buf,
+                subject.limit(),
+                Instant::now() + Duration::from_millis(50),
+            );
+            if gone(&result) {
+                break;
+            }
+            if !matches!(result, Err(TransportError::Timeout { .. })) || start.elapsed() > PROMPT {
+                return Err(format!(
+                    "after the peer's death: {result:?} after {:?}",
+                    start.elapsed()
+                ));
+            }
+        }
+    } else {
+        let result = channel.recv(&mut buf, subject.limit(), Instant::now() + OP);
+        let took = start.elapsed();
+        if !gone(&result) || took > PROMPT {
+            return Err(format!(
+                "a receive after the peer's death: {result:?} after {took:?}"
+            ));
+        }
+        let message = bytes(0xdead, 64 << 10);
+        let sending = Instant::now();
+        loop {
+            let result = channel.send(&message, Instant::now() + OP);
+            if gone(&result) {
+                break;
+            }
+            if result.is_err() || sending.elapsed() > PROMPT {
+                return Err(format!(
+                    "sends after the peer's death: {result:?} after {:?}",
+                    sending.elapsed()
+                ));
+            }
+        }
+    }
+    use std::os::unix::process::ExitStatusExt;
+    match peer.wait_exit(PROMPT) {
+        Some(status) if status.signal() == Some(libc::SIGKILL) => Ok(()),
+        other => Err(format!(
+            "the peer was to die of SIGKILL: {other:?}, {}",
+            peer.finish()
+        )),
+    }
+}
+
+/// A message longer than the receiver's limit is refused from its announced length,
+/// before anything is allocated for it (the buffer stays empty), while one of exactly the
+/// limit is received. Stream transports: the peer writes frames by hand and announces
+/// 2^60 bytes. Shared memory and UDP: the peer sends limit + 1 bytes.
+fn oversized_refused(subject: Subject) -> Result<(), String> {
+    let (mut channel, mut peer) = open(subject, "liar")?;
+    let mut buf = Vec::new();
+    channel
+        .recv(&mut buf, LIE_LIMIT, Instant::now() + OP)
+        .map_err(|e| format!("the message of exactly the limit: {e}"))
+        .map_err(with_stderr(&mut peer))?;
+    compare(
+        "the message of exactly the limit",
+        &bytes(LIE_SEED, LIE_LIMIT),
+        &buf,
+    )?;
+    let expected = match subject.kind {
+        TransportKind::Shm | TransportKind::Udp => LIE_LIMIT as u64 + 1,
+        _ => LIE_ANNOUNCED,
+    };
+    let mut fresh = Vec::new();
+    match channel.recv(&mut fresh, LIE_LIMIT, Instant::now() + OP) {
+        Err(TransportError::TooLarge { announced, limit })
+            if announced == expected && limit == LIE_LIMIT && fresh.capacity() == 0 =>
+        {
+            Ok(())
+        }
+        other => Err(format!(
+            "expected TooLarge {{ announced: {expected}, limit: {LIE_LIMIT} }} with nothing \
+             allocated, got {other:?} with {} bytes allocated",
+            fresh.capacity()
+        ))
+        .map_err(with_stderr(&mut peer)),
+    }
+}
+
+/// A peer attaching to a segment whose header does not fit it refuses with an error that
+/// says why and exits; it does not crash. The header of the reported defect (a 4096-byte
+/// segment, 2^31 slots of 4294967280 bytes: 64-bit sizes that wrap around to 4096) is the
+/// first case; a header that fits is accepted.
+fn hostile_header_refused(subject: Subject) -> Result<(), String> {
+    let cases: [(usize, u32, u32, Option<&str>); 5] = [
+        (4096, 4_294_967_280, 1 << 31, Some("overflows")),
+        (8192, u32::MAX, u32::MAX, Some("overflows")),
+        (
+            4096,
+            64,
+            1,
+            Some("4352 bytes, but the mapping is 4096 bytes"),
+        ),
+        (
+            4351,
+            64,
+            1,
+            Some("4352 bytes, but the mapping is 4351 bytes"),
+        ),
+        (4352, 64, 1, None),
+    ];
+    for (len, slot_size, slots, refusal) in cases {
+        let case = format!("{len}-byte segment, {slots} slots of {slot_size} bytes");
+        let segment = HandMadeSegment::create(len, slot_size, slots)?;
+        let address = PeerAddress::Shm {
+            os_id: segment.os_id.clone(),
+            wake: subject.wake.unwrap_or(WakeMode::Blocking),
+        };
+        let mut peer = Peer::spawn("attach", &address)?;
+        let status = peer.wait_exit(SETUP);
+        let stderr = peer.finish();
+        use std::os::unix::process::ExitStatusExt;
+        let code = status.and_then(|s| s.code());
+        match refusal {
+            Some(why) if code == Some(3) && stderr.contains(why) => {}
+            None if code == Some(0) => {}
+            _ => {
+                return Err(format!(
+                    "{case}: the peer ended with {:?} (signal {:?}), stderr {stderr:?}; \
+                     expected {}",
+                    code,
+                    status.and_then(|s| s.signal()),
+                    refusal.map_or("success".to_string(), |w| format!("a refusal naming {w:?}"))
+                ))
+            }
+        }
+    }
+    Ok(())
+}

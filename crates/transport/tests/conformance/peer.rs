@@ -1,0 +1,154 @@
+//! The other end of every check: a separate OS process (this binary, started again by
+//! `support::Peer`), playing one role. Each role ends on its own (at worst after
+//! PEER_IDLE), and dies with its parent.
+
+use crate::support::{
+    bytes, compare, kind_of, limit_of, ordered, PEER_ADDRESS_ENV, PEER_IDLE, PEER_PARENT_ENV, SETUP,
+};
+use ipc_matrix_transport::{connect, die_with_parent, Channel, PeerAddress, TransportError};
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+/// Messages each way in the ordering check.
+pub const ORDERED: u64 = 10_000;
+/// The receiving limit of the oversized-message check.
+pub const LIE_LIMIT: usize = 1000;
+/// What a stream liar announces: far more than any memory.
+pub const LIE_ANNOUNCED: u64 = 1 << 60;
+/// Seed of the one honest message the liar sends first.
+pub const LIE_SEED: u64 = 0x11e;
+
+/// Runs `role` and exits: 0 when it went as planned, 3 with the reason on stderr if not.
+pub fn main(role: &str) -> ! {
+    let code = match run(role) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("conformance peer ({role}): {e}");
+            3
+        }
+    };
+    std::process::exit(code)
+}
+
+fn run(role: &str) -> Result<(), String> {
+    let parent: u32 = std::env::var(PEER_PARENT_ENV)
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .ok_or("no parent process id")?;
+    if !die_with_parent(parent) {
+        return Err("the parent is gone".into());
+    }
+    let address: PeerAddress = serde_json::from_str(
+        &std::env::var(PEER_ADDRESS_ENV).map_err(|_| "no address in the environment")?,
+    )
+    .map_err(|e| format!("reading the address: {e}"))?;
+    let limit = limit_of(kind_of(&address));
+    if role == "liar" && !matches!(address, PeerAddress::Shm { .. } | PeerAddress::Udp { .. }) {
+        return lie_on_the_wire(&address);
+    }
+    let mut channel = connect(&address, Instant::now() + SETUP).map_err(|e| e.to_string())?;
+    let channel = channel.as_mut();
+    let idle = || Instant::now() + PEER_IDLE;
+    let mut buf = Vec::new();
+    match role {
+        // Echoes every message until the other side closes.
+        "echo" => loop {
+            match channel.recv(&mut buf, limit, idle()) {
+                Ok(()) => channel.send(&buf, idle()).map_err(|e| e.to_string())?,
+                Err(TransportError::Closed | TransportError::PeerGone(_)) => return Ok(()),
+                Err(e) => return Err(e.to_string()),
+            }
+        },
+        // Receives ORDERED messages and checks each, says "ok" (or what was wrong), then
+        // sends ORDERED messages of its own.
+        "sink-source" => {
+            let mut verdict = String::from("ok");
+            for i in 0..ORDERED {
+                channel
+                    .recv(&mut buf, limit, idle())
+                    .map_err(|e| format!("message {i}: {e}"))?;
+                if verdict == "ok" {
+                    if let Err(e) = compare(&format!("message {i}"), &ordered(i), &buf) {
+                        verdict = e;
+                    }
+                }
+            }
+            channel
+                .send(verdict.as_bytes(), idle())
+                .map_err(|e| e.to_string())?;
+            for i in 0..ORDERED {
+                channel
+                    .send(&ordered(i), idle())
+                    .map_err(|e| format!("message {i}: {e}"))?;
+            }
+            wait_for_close(channel)
+        }
+        // Connected, and neither reads nor writes.
+        "stall" => {
+            std::thread::sleep(PEER_IDLE);
+            Ok(())
+        }
+        // Dies by SIGKILL on the first message: no goodbye, no orderly close.
+        "die" => {
+            channel
+                .recv(&mut buf, limit, idle())
+                .map_err(|e| e.to_string())?;
+            // SAFETY: kill with integer arguments.
+            unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+            Err("still alive after SIGKILL".into())
+        }
+        // Shared memory and UDP: one message of LIE_LIMIT bytes, then one byte more.
+        "liar" => {
+            let honest = bytes(LIE_SEED, LIE_LIMIT);
+            channel.send(&honest, idle()).map_err(|e| e.to_string())?;
+            let over = bytes(LIE_SEED + 1, LIE_LIMIT + 1);
+            channel.send(&over, idle()).map_err(|e| e.to_string())?;
+            wait_for_close(channel)
+        }
+        // Attached (the check is that `connect` refuses what it must): one message, so a
+        // layout that does not fit the mapping would be written through.
+        "attach" => channel
+            .send(b"attached", Instant::now() + Duration::from_secs(1))
+            .map_err(|e| format!("attached, but sending failed: {e}")),
+        other => Err(format!("no role {other:?}")),
+    }
+}
+
+/// Waits (at most PEER_IDLE) for the other side to close, so nothing sent is cut off.
+fn wait_for_close(channel: &mut dyn Channel) -> Result<(), String> {
+    let mut buf = Vec::new();
+    match channel.recv(&mut buf, 1 << 20, Instant::now() + PEER_IDLE) {
+        Ok(()) => Err("an unexpected message".into()),
+        Err(TransportError::Closed | TransportError::PeerGone(_)) => Ok(()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A stream peer that writes frames by hand: one honest frame of LIE_LIMIT bytes (its
+/// length as 8 little-endian bytes, whatever this CPU's byte order), then a header that
+/// announces LIE_ANNOUNCED bytes, followed by a few.
+fn lie_on_the_wire(address: &PeerAddress) -> Result<(), String> {
+    let mut wire = (LIE_LIMIT as u64).to_le_bytes().to_vec();
+    wire.extend_from_slice(&bytes(LIE_SEED, LIE_LIMIT));
+    wire.extend_from_slice(&LIE_ANNOUNCED.to_le_bytes());
+    wire.extend_from_slice(&bytes(LIE_SEED + 2, 64));
+    let mut stream: Box<dyn Write> = match address {
+        PeerAddress::Tcp { addr } => {
+            Box::new(std::net::TcpStream::connect_timeout(addr, SETUP).map_err(|e| e.to_string())?)
+        }
+        PeerAddress::Local { path } => {
+            Box::new(std::os::unix::net::UnixStream::connect(path).map_err(|e| e.to_string())?)
+        }
+        PeerAddress::Pipe { write_fd, .. } => {
+            use std::os::fd::FromRawFd;
+            // SAFETY: the descriptor was inherited for this process, which uses it alone.
+            Box::new(unsafe { std::fs::File::from_raw_fd(*write_fd) })
+        }
+        PeerAddress::Shm { .. } | PeerAddress::Udp { .. } => return Err("not a byte stream".into()),
+    };
+    stream.write_all(&wire).map_err(|e| e.to_string())?;
+    stream.flush().map_err(|e| e.to_string())?;
+    // Keep the stream open until the measuring side has read what it needs and is gone.
+    std::thread::sleep(PEER_IDLE);
+    Ok(())
+}
