@@ -31,7 +31,7 @@ fn main() -> ExitCode {
     {
         Ok(cells) => cells,
         Err(e) => {
-            eprintln!("{e}");
+            eprintln!("error: {e}");
             return ExitCode::from(exit_code::USAGE);
         }
     };

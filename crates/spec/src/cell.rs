@@ -89,6 +89,52 @@ impl Spec {
             .find(|t| t.triple == triple && t.runner == runner)
     }
 
+    /// How many cells a profile expands into (what [`Spec::cells`] would return), counted
+    /// without making them; None for an unknown profile or a count over 64 bits.
+    pub fn cell_count(&self, profile: &str) -> Option<u64> {
+        let overrides = &self.profiles.get(profile)?.scenarios;
+        let mut total: u64 = 0;
+        for scenario in &self.scenarios {
+            let o = overrides.get(&scenario.name);
+            let payloads = o
+                .and_then(|o| o.payloads.as_ref())
+                .map_or(scenario.payloads.len(), Vec::len);
+            let clients = o
+                .and_then(|o| o.clients.as_ref())
+                .map_or(scenario.clients.len(), Vec::len);
+            let servers = o
+                .and_then(|o| o.server_threads.as_ref())
+                .map_or(scenario.server_threads.len(), Vec::len);
+            let has_duration =
+                o.and_then(|o| o.duration.as_ref()).is_some() || scenario.duration.is_some();
+            let loads = if has_duration {
+                (clients as u64).checked_mul(servers as u64)?
+            } else {
+                1
+            };
+            let codecs = if scenario.kind.uses_codecs() {
+                scenario.codecs.len() as u64
+            } else {
+                1
+            };
+            let sinks = scenario.sinks.len().max(1) as u64;
+            for &transport in &scenario.transports {
+                let wakes = match transport {
+                    TransportKind::Shm if scenario.wake.is_empty() => 2,
+                    TransportKind::Shm => scenario.wake.len() as u64,
+                    _ => 1,
+                };
+                let cells = wakes
+                    .checked_mul(codecs)?
+                    .checked_mul(sinks)?
+                    .checked_mul(loads)?
+                    .checked_mul(payloads as u64)?;
+                total = total.checked_add(cells)?;
+            }
+        }
+        Some(total)
+    }
+
     /// Every cell of a profile, in document order.
     pub fn cells(&self, profile: &str) -> Result<Vec<Cell>, String> {
         let overrides = &self

@@ -26,7 +26,8 @@ impl fmt::Display for SpecError {
     }
 }
 
-/// Every problem found in one document, in document order.
+/// Every problem found in one document, in document order, one per line. Like
+/// [`SpecError`], it carries no `error:` prefix: whoever prints it adds one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpecErrors(pub Vec<SpecError>);
 
@@ -36,7 +37,7 @@ impl fmt::Display for SpecErrors {
             if i > 0 {
                 writeln!(f)?;
             }
-            write!(f, "error: {error}")?;
+            write!(f, "{error}")?;
         }
         Ok(())
     }

@@ -14,7 +14,7 @@ pub fn splitmix64(state: &mut u64) -> u64 {
 /// `len` bytes from `seed`; never one repeated byte, which would hide offset bugs.
 pub fn pseudo_random_bytes(seed: u64, len: usize) -> Vec<u8> {
     let mut state = seed ^ (len as u64).rotate_left(32);
-    let mut out = Vec::with_capacity(len + 8);
+    let mut out = Vec::with_capacity(len.saturating_add(8));
     while out.len() < len {
         out.extend_from_slice(&splitmix64(&mut state).to_le_bytes());
     }

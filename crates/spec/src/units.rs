@@ -45,25 +45,84 @@ impl ByteSize {
         let text = text.trim();
         let expected =
             "a size like 200B, 64KiB, 6.5MB or 100MB (units B, KB, MB, GB, KiB, MiB, GiB)";
-        let (number, multiplier) = SIZE_UNITS
+        let (number, unit, multiplier) = SIZE_UNITS
             .iter()
-            .find_map(|(unit, mult)| text.strip_suffix(unit).map(|n| (n.trim(), *mult)))
+            .find_map(|(unit, mult)| text.strip_suffix(unit).map(|n| (n.trim(), *unit, *mult)))
             .ok_or_else(|| format!("`{text}` is not {expected}"))?;
-        let value: f64 = number
-            .parse()
-            .map_err(|_| format!("`{text}` is not {expected}"))?;
-        let bytes = value * multiplier as f64;
-        if !(bytes.is_finite() && bytes >= 1.0 && bytes.fract() == 0.0 && bytes <= u64::MAX as f64)
-        {
+        let decimal =
+            Decimal::parse(number).ok_or_else(|| format!("`{text}` is not {expected}"))?;
+        let bytes = decimal.times(multiplier).map_err(|why| match why {
+            Inexact::Overflow => format!(
+                "`{text}` is more bytes than 64 bits count (at most {} B)",
+                u64::MAX
+            ),
+            Inexact::Fraction => {
+                format!("`{text}` is not a whole number of bytes; a payload has at least 1 byte")
+            }
+        })?;
+        if bytes == 0 {
             return Err(format!(
                 "`{text}` is not a whole, positive number of bytes; a payload has at least 1 byte"
             ));
         }
         Ok(Self {
-            bytes: bytes as u64,
-            label: text.replace(' ', ""),
+            bytes,
+            label: format!("{number}{unit}"),
             invalid: None,
         })
+    }
+}
+
+/// A number written in decimal, `123` or `6.5`: digits only, no sign or exponent, so
+/// that it converts to a whole count exactly or not at all.
+struct Decimal<'a> {
+    whole: &'a str,
+    fraction: &'a str,
+}
+
+/// Why a decimal times a unit is not a whole `u64`.
+#[derive(Debug, PartialEq, Eq)]
+enum Inexact {
+    Overflow,
+    Fraction,
+}
+
+impl<'a> Decimal<'a> {
+    fn parse(number: &'a str) -> Option<Self> {
+        let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+        let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+        (digits(whole) && digits(fraction) && !(whole.is_empty() && fraction.is_empty()))
+            .then_some(Self { whole, fraction })
+    }
+
+    /// `self * unit`, exactly, with checked arithmetic.
+    fn times(&self, unit: u64) -> Result<u64, Inexact> {
+        let mut whole: u64 = 0;
+        for digit in self.whole.bytes() {
+            whole = whole
+                .checked_mul(10)
+                .and_then(|w| w.checked_add(u64::from(digit - b'0')))
+                .ok_or(Inexact::Overflow)?;
+        }
+        let whole = whole.checked_mul(unit).ok_or(Inexact::Overflow)?;
+        // The fraction's digits that matter: trailing zeros change nothing, and a unit of
+        // at most 2^64 cannot make more than 20 other digits whole.
+        let fraction = self.fraction.trim_end_matches('0');
+        if fraction.len() > 20 {
+            return Err(Inexact::Fraction);
+        }
+        let mut numerator: u128 = 0;
+        for digit in fraction.bytes() {
+            numerator = numerator * 10 + u128::from(digit - b'0');
+        }
+        let denominator = 10u128.pow(fraction.len() as u32);
+        // numerator < 10^20 and unit < 2^64: the product fits 128 bits.
+        let scaled = numerator * u128::from(unit);
+        if !scaled.is_multiple_of(denominator) {
+            return Err(Inexact::Fraction);
+        }
+        let part = u64::try_from(scaled / denominator).map_err(|_| Inexact::Overflow)?;
+        whole.checked_add(part).ok_or(Inexact::Overflow)
     }
 }
 
@@ -121,21 +180,71 @@ impl DurationSpec {
     pub fn parse(text: &str) -> Result<Self, String> {
         let text = text.trim();
         let expected = "a duration like 500ms, 5s or 2m (units us, ms, s, m)";
-        let units: &[(&str, f64)] = &[("us", 1e-6), ("ms", 1e-3), ("s", 1.0), ("m", 60.0)];
-        let (number, scale) = units
+        let units: &[(&str, u64)] = &[
+            ("us", 1_000),
+            ("ms", 1_000_000),
+            ("s", 1_000_000_000),
+            ("m", 60_000_000_000),
+        ];
+        let (number, ns_per_unit) = units
             .iter()
-            .find_map(|(unit, scale)| text.strip_suffix(unit).map(|n| (n.trim(), *scale)))
+            .find_map(|(unit, ns)| text.strip_suffix(unit).map(|n| (n.trim(), *ns)))
             .ok_or_else(|| format!("`{text}` is not {expected}"))?;
-        let value: f64 = number
-            .parse()
-            .map_err(|_| format!("`{text}` is not {expected}"))?;
-        let seconds = value * scale;
-        if !(seconds.is_finite() && seconds > 0.0 && seconds < 86_400.0) {
+        let too_long = || format!("`{text}` must be less than a day");
+        let nanos = match Decimal::parse(number) {
+            // Decimal text converts exactly; a part of a nanosecond is dropped.
+            Some(decimal) => decimal.times_truncated(ns_per_unit).ok_or_else(too_long)?,
+            // Anything else that reads as a number (`1e-3s`) goes through f64, refused
+            // when it is not finite, or is negative.
+            None => {
+                let value: f64 = number
+                    .parse()
+                    .map_err(|_| format!("`{text}` is not {expected}"))?;
+                let nanos = value * ns_per_unit as f64;
+                if nanos.is_nan() || nanos < 0.0 {
+                    return Err(format!(
+                        "`{text}` must be more than zero and less than a day"
+                    ));
+                }
+                if nanos >= MAX_DURATION_NS as f64 {
+                    return Err(too_long());
+                }
+                nanos as u64
+            }
+        };
+        if nanos == 0 {
             return Err(format!(
-                "`{text}` must be more than zero and less than a day"
+                "`{text}` is less than 1 ns; a duration must be more than zero"
             ));
         }
-        Ok(Self(Ok(Duration::from_secs_f64(seconds))))
+        if nanos >= MAX_DURATION_NS {
+            return Err(too_long());
+        }
+        Ok(Self(Ok(Duration::from_nanos(nanos))))
+    }
+}
+
+/// Durations are less than a day, in nanoseconds.
+const MAX_DURATION_NS: u64 = 86_400 * 1_000_000_000;
+
+impl Decimal<'_> {
+    /// `self * unit`, a fraction of 1 dropped; None when it does not fit 64 bits.
+    fn times_truncated(&self, unit: u64) -> Option<u64> {
+        let mut whole: u64 = 0;
+        for digit in self.whole.bytes() {
+            whole = whole
+                .checked_mul(10)?
+                .checked_add(u64::from(digit - b'0'))?;
+        }
+        let whole = whole.checked_mul(unit)?;
+        // Digits beyond the 20th add less than 1 to a unit of less than 2^64.
+        let fraction = &self.fraction[..self.fraction.len().min(20)];
+        let mut numerator: u128 = 0;
+        for digit in fraction.bytes() {
+            numerator = numerator * 10 + u128::from(digit - b'0');
+        }
+        let part = numerator * u128::from(unit) / 10u128.pow(fraction.len() as u32);
+        whole.checked_add(u64::try_from(part).ok()?)
     }
 }
 
@@ -160,9 +269,74 @@ mod tests {
 
     #[test]
     fn sizes_that_do_not_parse_are_refused() {
-        for bad in ["", "12", "MB", "0B", "1.5B", "-3KB", "ten MB"] {
+        for bad in [
+            "", "12", "MB", "0B", "1.5B", "-3KB", "ten MB", "1e3B", "infB", "NaNB", ".",
+        ] {
             assert!(ByteSize::parse(bad).is_err(), "{bad} accepted");
         }
+    }
+
+    #[test]
+    fn sizes_are_exact_or_refused_never_rounded() {
+        assert_eq!(
+            ByteSize::parse("18446744073709551615B").unwrap().bytes(),
+            u64::MAX
+        );
+        assert_eq!(
+            ByteSize::parse("9007199254740993B").unwrap().bytes(),
+            9_007_199_254_740_993
+        );
+        assert_eq!(ByteSize::parse("0.5KiB").unwrap().bytes(), 512);
+        assert_eq!(
+            ByteSize::parse("1.000000000000000000000000GB")
+                .unwrap()
+                .bytes(),
+            1_000_000_000
+        );
+        for overflow in [
+            "18446744073709551616B",
+            "17179869184GiB",
+            "99999999999999999999999999B",
+        ] {
+            let why = ByteSize::parse(overflow).unwrap_err();
+            assert!(
+                why.contains("more bytes than 64 bits count"),
+                "{overflow}: {why}"
+            );
+        }
+        assert!(ByteSize::parse("0.3KiB")
+            .unwrap_err()
+            .contains("not a whole number of bytes"));
+    }
+
+    #[test]
+    fn durations_are_refused_under_a_nanosecond_and_from_a_day() {
+        assert_eq!(
+            DurationSpec::parse("1.5us").unwrap().get(),
+            Duration::from_nanos(1500)
+        );
+        assert_eq!(
+            DurationSpec::parse("0.000000001s").unwrap().get(),
+            Duration::from_nanos(1)
+        );
+        assert_eq!(
+            DurationSpec::parse("1e-3s").unwrap().get(),
+            Duration::from_millis(1)
+        );
+        for bad in [
+            "1e-300s",
+            "0.0001us",
+            "0ms",
+            "NaNs",
+            "-1s",
+            "infs",
+            "1e300s",
+            "1440m",
+            "999999999999999999999999s",
+        ] {
+            assert!(DurationSpec::parse(bad).is_err(), "{bad} accepted");
+        }
+        assert!(DurationSpec::parse("1439.9m").is_ok());
     }
 
     #[test]

@@ -2,29 +2,57 @@
 //! Every error is located at its node, and all of them are reported at once.
 
 use crate::error::{SpecError, SpecErrors};
-use crate::locate::{locate, render, Segment};
-use crate::model::{Scenario, ScenarioKind, Spec, TransportKind, SCHEMA_VERSION};
+use crate::limits::{MAX_CELLS, MAX_CELL_ID_BYTES, MAX_FILE_BYTES, MAX_LOG_BYTES, MAX_NAME_BYTES};
+use crate::locate::{check_depth, render, Locations, Segment};
+use crate::model::{Overrides, Scenario, ScenarioKind, Spec, TransportKind, SCHEMA_VERSION};
 use crate::units::{ByteSize, UDP_MAX_PAYLOAD};
 use crate::CELL_GROUP_FAULT;
 use std::collections::HashSet;
+use std::io::Read;
 use std::path::Path;
 
 impl Spec {
     /// Reads, parses and validates a matrix file.
     pub fn load(file: &Path) -> Result<Spec, SpecErrors> {
-        let text = std::fs::read_to_string(file).map_err(|e| {
+        let whole = |message: String| {
             SpecErrors(vec![SpecError {
                 file: file.to_path_buf(),
                 location: None,
                 path: String::new(),
-                message: format!("cannot read the matrix file: {e}"),
+                message,
             }])
-        })?;
+        };
+        // One byte more than the limit is enough to refuse it, and nothing more is read
+        // (the file may be a pipe, or /dev/zero).
+        let mut bytes = Vec::new();
+        std::fs::File::open(file)
+            .and_then(|f| f.take(MAX_FILE_BYTES as u64 + 1).read_to_end(&mut bytes))
+            .map_err(|e| whole(format!("cannot read the matrix file: {e}")))?;
+        if bytes.len() > MAX_FILE_BYTES {
+            return Err(whole(too_large()));
+        }
+        let text = String::from_utf8(bytes)
+            .map_err(|e| whole(format!("the matrix file is not UTF-8 text: {e}")))?;
         Spec::parse(&text, file)
     }
 
     /// Parses and validates matrix text; `file` only names the source in errors.
     pub fn parse(text: &str, file: &Path) -> Result<Spec, SpecErrors> {
+        let whole = |location: Option<(usize, usize)>, message: String| {
+            SpecErrors(vec![SpecError {
+                file: file.to_path_buf(),
+                location,
+                path: String::new(),
+                message,
+            }])
+        };
+        // A byte order mark is no part of the document (serde_yaml would read it as part
+        // of the first key).
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        if text.len() > MAX_FILE_BYTES {
+            return Err(whole(None, too_large()));
+        }
+        check_depth(text).map_err(|(at, message)| whole(Some(at), message))?;
         let spec: Spec = serde_yaml::from_str(text).map_err(|e| {
             // The library renders "<path>: <message> at line L column C"; the position is
             // moved to the front, where editors and terminals look for it.
@@ -44,12 +72,14 @@ impl Spec {
         if problems.is_empty() {
             return Ok(spec);
         }
+        // Every problem's place, from one more pass over the text.
+        let locations = Locations::find(text, problems.iter().map(|(path, _)| path.as_slice()));
         Err(SpecErrors(
             problems
                 .into_iter()
                 .map(|(path, message)| SpecError {
                     file: file.to_path_buf(),
-                    location: locate(text, &path),
+                    location: locations.get(&path),
                     path: render(&path),
                     message,
                 })
@@ -80,11 +110,18 @@ impl Spec {
         let mut legs = HashSet::new();
         for (i, target) in self.targets.iter().enumerate() {
             let at = vec![key("targets"), Segment::Index(i), key("triple")];
-            if target.triple.split('-').count() < 3 || target.triple.contains(char::is_whitespace) {
+            // The triple names a folder of results: no separators, no dots alone.
+            let safe = target.triple.len() <= MAX_NAME_BYTES
+                && target
+                    .triple
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+                && !target.triple.starts_with('.');
+            if target.triple.split('-').count() < 3 || !safe {
                 out.push((
                     at.clone(),
                     format!(
-                        "`{}` is not a target triple like x86_64-unknown-linux-gnu",
+                        "`{}` is not a target triple like x86_64-unknown-linux-gnu (a-z, 0-9, `_`, `-`, `.`; at most {MAX_NAME_BYTES} bytes)",
                         target.triple
                     ),
                 ));
@@ -100,7 +137,7 @@ impl Spec {
             }
         }
 
-        let names: Vec<&str> = self.scenarios.iter().map(|s| s.name.as_str()).collect();
+        let names = some_names(self.scenarios.iter().map(|s| s.name.as_str()));
         if self.profiles.is_empty() {
             out.push((
                 vec![key("profiles")],
@@ -111,7 +148,9 @@ impl Spec {
             if !is_identifier(profile) {
                 out.push((
                     vec![key("profiles"), key(profile)],
-                    format!("profile name `{profile}` may use only a-z, 0-9 and `-`"),
+                    format!(
+                        "profile name `{profile}` may use only a-z, 0-9 and `-`, at most {MAX_NAME_BYTES} bytes"
+                    ),
                 ));
             }
             let min_change = body.regression.min_change;
@@ -138,10 +177,7 @@ impl Spec {
                 let Some(target) = self.scenarios.iter().find(|s| &s.name == scenario) else {
                     out.push((
                         at,
-                        format!(
-                            "no scenario is named `{scenario}`; the scenarios are: {}",
-                            names.join(", ")
-                        ),
+                        format!("no scenario is named `{scenario}`; the scenarios are: {names}"),
                     ));
                     continue;
                 };
@@ -153,6 +189,19 @@ impl Spec {
                 if let Some(why) = overrides.iterations.and_then(|c| c.invalid()) {
                     out.push((field("iterations"), why.into()));
                 }
+                let scenario_at = |name: &str| {
+                    let i = self.scenarios.iter().position(|s| s.name == target.name);
+                    vec![key("scenarios"), Segment::Index(i.unwrap_or(0)), key(name)]
+                };
+                let iterations_at = match overrides.iterations {
+                    Some(_) => field("iterations"),
+                    None => scenario_at("iterations"),
+                };
+                let warmup_at = match overrides.warmup {
+                    Some(_) => field("warmup"),
+                    None => scenario_at("warmup"),
+                };
+                check_round_trips(target, overrides, (iterations_at, warmup_at), &mut out);
                 if let Some(why) = overrides.timeout.as_ref().and_then(|t| t.invalid()) {
                     out.push((field("timeout"), why.into()));
                 }
@@ -203,7 +252,7 @@ impl Spec {
                 out.push((
                     at("name"),
                     format!(
-                        "scenario name `{}` may use only a-z, 0-9 and `-`, and `{CELL_GROUP_FAULT}` is reserved",
+                        "scenario name `{}` may use only a-z, 0-9 and `-`, at most {MAX_NAME_BYTES} bytes, and `{CELL_GROUP_FAULT}` is reserved",
                         scenario.name
                     ),
                 ));
@@ -349,6 +398,12 @@ impl Spec {
             if let Some(why) = scenario.iterations.invalid() {
                 out.push((at("iterations"), why.into()));
             }
+            check_round_trips(
+                scenario,
+                &Overrides::default(),
+                (at("iterations"), at("warmup")),
+                &mut out,
+            );
             if let Some(why) = scenario.timeout.invalid() {
                 out.push((at("timeout"), why.into()));
             }
@@ -359,14 +414,129 @@ impl Spec {
                 ));
             }
         }
+        if out.is_empty() {
+            self.check_cells(&mut out);
+        }
         out
+    }
+
+    /// Rules on the cells themselves, once everything else holds: how many a profile
+    /// makes, and that every id can name a file.
+    fn check_cells(&self, out: &mut Vec<(Vec<Segment>, String)>) {
+        let key = |k: &str| Segment::Key(k.to_string());
+        for profile in self.profiles.keys() {
+            match self.cell_count(profile) {
+                Some(count) if count <= MAX_CELLS as u64 => {}
+                count => {
+                    out.push((
+                        vec![key("profiles"), key(profile)],
+                        format!(
+                            "profile `{profile}` expands into {} cells; a profile has at most {MAX_CELLS}: list fewer transports, payloads or threads",
+                            count.map_or_else(|| "more than 2^64".to_string(), |c| c.to_string())
+                        ),
+                    ));
+                    continue;
+                }
+            }
+            let Ok(cells) = self.cells(profile) else {
+                continue;
+            };
+            let mut reported = HashSet::new();
+            for cell in cells {
+                if cell.id.len() > MAX_CELL_ID_BYTES && reported.insert(cell.scenario.clone()) {
+                    let i = self.scenarios.iter().position(|s| s.name == cell.scenario);
+                    out.push((
+                        vec![key("scenarios"), Segment::Index(i.unwrap_or(0)), key("name")],
+                        format!(
+                            "cell id `{}` is {} bytes; ids are file names (`<id>.json`) of at most {MAX_CELL_ID_BYTES} bytes: shorten the name or the payload sizes",
+                            cell.id,
+                            cell.id.len()
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+fn too_large() -> String {
+    format!("the matrix file is larger than {MAX_FILE_BYTES} bytes (1 MiB), the most it may be")
+}
+
+/// Names for a message: the first few, and how many more.
+fn some_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> String {
+    const SHOWN: usize = 10;
+    let total = names.len();
+    let mut shown: Vec<&str> = names.take(SHOWN).collect();
+    let more = format!("and {} more", total.saturating_sub(SHOWN));
+    if total > SHOWN {
+        shown.push(&more);
+    }
+    shown.join(", ")
+}
+
+/// Refuses counts a cell of this kind cannot make: warm-up and iterations over the kind's
+/// most round trips (or over 64 bits), and logging cells that would write more than
+/// [`MAX_LOG_BYTES`]. `overrides` are a profile's, applied over the scenario's values;
+/// `at` are the paths of the iterations and warm-up that apply.
+fn check_round_trips(
+    scenario: &Scenario,
+    overrides: &Overrides,
+    (iterations_at, warmup_at): (Vec<Segment>, Vec<Segment>),
+    out: &mut Vec<(Vec<Segment>, String)>,
+) {
+    let kind = scenario.kind;
+    let most = kind.max_round_trips();
+    let iterations = overrides.iterations.unwrap_or(scenario.iterations).get();
+    let warmup = overrides.warmup.unwrap_or(scenario.warmup);
+    let what = match kind {
+        ScenarioKind::Logging => "lines",
+        ScenarioKind::UdpLoad => "requests per client",
+        _ => "round trips",
+    };
+    if iterations > most {
+        out.push((
+            iterations_at,
+            format!(
+                "{iterations} iterations: a {} cell makes at most {most} {what}, warm-up included",
+                kind.as_str()
+            ),
+        ));
+        return;
+    }
+    let total = match warmup.checked_add(iterations) {
+        Some(total) if total <= most => total,
+        total => {
+            out.push((
+                warmup_at,
+                format!(
+                    "warmup {warmup} + iterations {iterations} is {}; a {} cell makes at most {most} {what}, warm-up included",
+                    total.map_or_else(|| "more than 64 bits count".into(), |t| t.to_string()),
+                    kind.as_str()
+                ),
+            ));
+            return;
+        }
+    };
+    if kind == ScenarioKind::Logging {
+        let payloads = overrides.payloads.as_ref().unwrap_or(&scenario.payloads);
+        let longest = payloads.iter().map(ByteSize::bytes).max().unwrap_or(0);
+        if longest
+            .checked_mul(total)
+            .is_none_or(|bytes| bytes > MAX_LOG_BYTES)
+        {
+            out.push((
+                iterations_at,
+                format!(
+                    "{total} lines of {longest} B are more than {MAX_LOG_BYTES} B (1 GiB), the most a logging cell writes (it holds its lines in memory)"
+                ),
+            ));
+        }
     }
 }
 
 /// The smallest payload of kinds that stamp each message with who sent it and when.
 const MIN_STAMPED_PAYLOAD: u64 = 16;
-/// The longest log line a `logging` cell writes.
-const MAX_LOG_LINE: u64 = 64 * 1024;
 /// The most threads a side of a `udp-load` cell may start.
 const MAX_THREADS: u32 = 256;
 
@@ -425,11 +595,23 @@ fn check_payloads(
                     ),
                 ))
             }
-            ScenarioKind::Logging if bytes > MAX_LOG_LINE => out.push((
-                path.clone(),
-                format!("{payload} is not a log line; give at most 64KiB"),
-            )),
             _ => {}
+        }
+        let most = scenario.kind.max_payload();
+        // udp-load: the datagram rule below says it.
+        if bytes > most && scenario.kind != ScenarioKind::UdpLoad {
+            let why = match scenario.kind {
+                ScenarioKind::Logging => "is not a log line".to_string(),
+                kind => format!("is larger than a {} cell carries", kind.as_str()),
+            };
+            out.push((
+                path.clone(),
+                format!(
+                    "{payload} ({bytes} B) {why}; give at most {most} B ({})",
+                    size_label(most)
+                ),
+            ));
+            continue;
         }
         if transports.contains(&TransportKind::Udp) && payload.bytes() > UDP_MAX_PAYLOAD {
             out.push((
@@ -444,9 +626,45 @@ fn check_payloads(
     }
 }
 
+/// `64KiB`, `256MiB`, `1GiB`: a limit as it would be written.
+fn size_label(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{}GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{}KiB", b >> 10),
+        b => format!("{b}B"),
+    }
+}
+
 fn is_identifier(name: &str) -> bool {
     !name.is_empty()
+        && name.len() <= MAX_NAME_BYTES
         && name
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::locate::PASSES;
+
+    #[test]
+    fn all_errors_are_located_in_one_pass() {
+        let mut text = String::from(
+            "version: 1\ntargets: [{ triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }]\nprofiles: { quick: { description: q } }\nscenarios:\n",
+        );
+        for i in 0..4000 {
+            text.push_str(&format!(
+                "  - {{ name: s{i}, kind: echo, transports: [tcp], payloads: [0B], iterations: 1, timeout: 1s }}\n"
+            ));
+        }
+        let before = PASSES.with(|p| p.get());
+        let errors = Spec::parse(&text, Path::new("m.yaml")).unwrap_err();
+        let passes = PASSES.with(|p| p.get()) - before;
+        assert_eq!(errors.0.len(), 4000);
+        assert!(errors.0.iter().all(|e| e.location.is_some()));
+        // One pass bounds the depth, one locates every error: not one per error.
+        assert_eq!(passes, 2);
+    }
 }

@@ -1,0 +1,276 @@
+//! The largest matrix.yaml this build reads and the largest cells it runs, and what a
+//! cell needs in memory. A value beyond a limit is refused when the file is loaded, with
+//! its file:line:column and path, before anything is allocated for it (README: "Limits
+//! of matrix.yaml").
+
+use crate::cell::Cell;
+use crate::model::ScenarioKind;
+
+/// The largest matrix file read, in bytes (1 MiB; the repository's is about 10 KiB).
+pub const MAX_FILE_BYTES: usize = 1 << 20;
+
+/// The deepest nesting of sequences and mappings (the repository's file nests 6 deep).
+/// The YAML scanner's work per token grows with the depth: 100,000 nested brackets took
+/// 26 s before this bound.
+pub const MAX_DEPTH: usize = 64;
+
+/// The longest scenario, profile or target name, in bytes.
+pub const MAX_NAME_BYTES: usize = 64;
+
+/// The longest cell id, in bytes: `<cell id>.json` is a file name (`cells/`), and file
+/// names on Linux file systems hold at most 255 bytes.
+pub const MAX_CELL_ID_BYTES: usize = 255 - ".json".len();
+
+/// The most cells one profile expands into (the repository's full profile has about 200).
+pub const MAX_CELLS: usize = 10_000;
+
+/// The most bytes a `logging` cell writes (lines x line length): it holds all its lines
+/// in memory, and reads the file back into memory to compare it.
+pub const MAX_LOG_BYTES: u64 = 1 << 30;
+
+/// The largest payload of `echo`, `bulk` and `req-rep` cells: 1 GiB. The measuring side
+/// holds the request and a reply buffer, the peer one message: about 3 GiB in all.
+pub const MAX_PAYLOAD: u64 = 1 << 30;
+
+/// The largest payload of kinds that carry it inside a Cap'n Proto or protobuf message
+/// (`codec`, `fan-out`, `fan-in`, `rpc`): 256 MiB. Cap'n Proto caps one `Data` field at
+/// 2^29 - 1 bytes (512 MiB), and each process holds the frame and its encoding several
+/// times (about 8 payloads in all).
+pub const MAX_FRAME_PAYLOAD: u64 = 256 << 20;
+
+/// The longest log line of a `logging` cell (64 KiB).
+pub const MAX_LOG_LINE: u64 = 64 << 10;
+
+/// The most round trips (warm-up included) of a cell that waits for each reply: 100
+/// million, an hour or more at the 30-40 us a blocking round trip takes here. The full
+/// profile's largest is 51,000.
+pub const MAX_ROUND_TRIPS: u64 = 100_000_000;
+
+/// The most requests per client of a `udp-load` cell (warm-up included); its `duration`
+/// usually ends it first. Every answered request keeps its time (24 bytes).
+pub const MAX_LOAD_REQUESTS: u64 = 10_000_000;
+
+/// The most lines of a `logging` cell (warm-up included): line numbers are 7 digits wide.
+pub const MAX_LOG_LINES: u64 = 10_000_000;
+
+/// What one process of a cell needs besides its messages: histograms, the samples kept,
+/// a shared-memory segment (8 MiB at most), thread stacks, the runtime.
+const PROCESS_OVERHEAD: u64 = 32 << 20;
+/// Room above a payload for a frame's structure, a reply's slack.
+const SLACK: u64 = 8 << 10;
+/// Bytes kept per answered `udp-load` request: its start and its round trip.
+const LOAD_SAMPLE: u64 = 24;
+
+impl ScenarioKind {
+    /// The largest payload a cell of this kind may carry, in bytes.
+    pub fn max_payload(self) -> u64 {
+        match self {
+            ScenarioKind::Echo | ScenarioKind::Bulk | ScenarioKind::ReqRep => MAX_PAYLOAD,
+            ScenarioKind::Codec
+            | ScenarioKind::FanOut
+            | ScenarioKind::FanIn
+            | ScenarioKind::Rpc => MAX_FRAME_PAYLOAD,
+            ScenarioKind::UdpLoad => crate::units::UDP_MAX_PAYLOAD,
+            ScenarioKind::Logging => MAX_LOG_LINE,
+        }
+    }
+
+    /// The most round trips (requests per client, lines), warm-up included, of a cell
+    /// of this kind.
+    pub fn max_round_trips(self) -> u64 {
+        match self {
+            ScenarioKind::UdpLoad => MAX_LOAD_REQUESTS,
+            ScenarioKind::Logging => MAX_LOG_LINES,
+            ScenarioKind::Echo
+            | ScenarioKind::Bulk
+            | ScenarioKind::Codec
+            | ScenarioKind::FanOut
+            | ScenarioKind::FanIn
+            | ScenarioKind::Rpc
+            | ScenarioKind::ReqRep => MAX_ROUND_TRIPS,
+        }
+    }
+
+    /// How many payload-sized buffers a cell of this kind holds at once, over all its
+    /// processes (see `crates/scenario`, one file per kind).
+    fn payload_copies(self) -> u64 {
+        match self {
+            // Request and reply buffer; the peer's message.
+            ScenarioKind::Echo | ScenarioKind::Bulk => 3,
+            // Request, the library's message and the reply; the peer's message and its copy.
+            ScenarioKind::ReqRep => 5,
+            // Request, its encoding and the response; the peer's request and response.
+            ScenarioKind::Rpc => 6,
+            // Codec: payload, frame, encoding, reply, decoded reply; the peer's message,
+            // decoded frame, re-encoding. Fan-out: frame and encoding; each of two
+            // subscribers its expected frame, message and decoded frame. Fan-in: two
+            // expected frames, message and decoded frame; each of two publishers a frame
+            // and its encoding.
+            ScenarioKind::Codec | ScenarioKind::FanOut | ScenarioKind::FanIn => 8,
+            // Per client thread: request and reply (the clients are counted apart).
+            ScenarioKind::UdpLoad => 2,
+            // The lines in memory and the file read back.
+            ScenarioKind::Logging => 2,
+        }
+    }
+
+    /// How many processes a cell of this kind runs (the measuring one and its peers).
+    fn processes(self) -> u64 {
+        match self {
+            ScenarioKind::FanOut | ScenarioKind::FanIn => 3,
+            ScenarioKind::Logging => 1,
+            _ => 2,
+        }
+    }
+}
+
+impl Cell {
+    /// Round trips in all, warm-up included; None when the sum does not fit 64 bits
+    /// (never for a cell of a validated spec).
+    pub fn round_trips(&self) -> Option<u64> {
+        self.warmup.checked_add(self.iterations)
+    }
+
+    /// Roughly the bytes of memory a cell needs while it runs, over all its processes:
+    /// its payload-sized buffers, the lines of a logging cell, the samples of a load
+    /// cell, and a fixed allowance per process. None when the number does not fit 64
+    /// bits. Compare it with the memory available before starting the cell
+    /// ([`check_memory`]).
+    pub fn memory_need(&self) -> Option<u64> {
+        let kind = self.kind;
+        let overhead = PROCESS_OVERHEAD.checked_mul(kind.processes())?;
+        let message = self.payload_bytes.checked_add(SLACK)?;
+        let messages = match kind {
+            ScenarioKind::Logging => self
+                .payload_bytes
+                .checked_mul(self.round_trips()?)?
+                .checked_mul(kind.payload_copies())?,
+            ScenarioKind::UdpLoad => {
+                let (clients, servers) = self.load.map_or((1, 1), |l| {
+                    (u64::from(l.clients), u64::from(l.server_threads))
+                });
+                let per_client = message
+                    .checked_mul(kind.payload_copies())?
+                    .checked_add(LOAD_SAMPLE.checked_mul(self.round_trips()?)?)?;
+                // The kept samples are gathered into one list at the end: twice.
+                let gathered = LOAD_SAMPLE
+                    .checked_mul(self.round_trips()?)?
+                    .checked_mul(clients)?;
+                per_client
+                    .checked_mul(clients)?
+                    .checked_add(message.checked_mul(servers)?)?
+                    .checked_add(gathered)?
+            }
+            _ => message.checked_mul(kind.payload_copies())?,
+        };
+        overhead.checked_add(messages)
+    }
+}
+
+/// Refuses to start a cell that needs more memory than is available (`available`:
+/// bytes, e.g. [`mem_available`] of `/proc/meminfo`), rather than have the kernel kill it
+/// or an allocation abort it halfway.
+pub fn check_memory(cell: &Cell, available: u64) -> Result<(), String> {
+    match cell.memory_need() {
+        Some(need) if need <= available => Ok(()),
+        Some(need) => Err(format!(
+            "{} needs about {} MiB of memory and {} MiB are available; use a smaller payload or fewer iterations",
+            cell.id,
+            need.div_ceil(1 << 20),
+            available / (1 << 20)
+        )),
+        None => Err(format!(
+            "{} needs more memory than 64 bits count; use a smaller payload or fewer iterations",
+            cell.id
+        )),
+    }
+}
+
+/// `MemAvailable` of a `/proc/meminfo` text, in bytes.
+pub fn mem_available(meminfo: &str) -> Option<u64> {
+    meminfo.lines().find_map(|line| {
+        let rest = line.strip_prefix("MemAvailable:")?;
+        let kib: u64 = rest.trim().strip_suffix("kB")?.trim().parse().ok()?;
+        kib.checked_mul(1024)
+    })
+}
+
+/// `MemAvailable` of this machine (`/proc/meminfo`), in bytes; None where there is none.
+pub fn available_memory() -> Option<u64> {
+    mem_available(&std::fs::read_to_string("/proc/meminfo").ok()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mem_available_reads_meminfo() {
+        let text = "MemTotal:       24000000 kB\nMemFree:  1000 kB\nMemAvailable:   22000000 kB\n";
+        assert_eq!(mem_available(text), Some(22_000_000 * 1024));
+        assert_eq!(mem_available("MemTotal: 5 kB\n"), None);
+        assert_eq!(
+            mem_available("MemAvailable: 99999999999999999999 kB\n"),
+            None
+        );
+    }
+}
+
+#[cfg(test)]
+mod need {
+    use super::*;
+    use crate::Spec;
+    use std::path::Path;
+
+    fn full_cells() -> Vec<Cell> {
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../matrix.yaml");
+        Spec::load(&file).unwrap().cells("full").unwrap()
+    }
+
+    #[test]
+    fn the_repository_cells_need_what_their_buffers_take() {
+        let cells = full_cells();
+        let need = |id: &str| {
+            let cell = cells.iter().find(|c| c.id == id).unwrap();
+            cell.memory_need().unwrap()
+        };
+        let mib = 1 << 20;
+        // Three 100 MB buffers and two processes' allowance.
+        assert_eq!(
+            need("bulk::tcp::100MB"),
+            3 * (100_000_000 + SLACK) + 2 * PROCESS_OVERHEAD
+        );
+        // 300,000 lines of 64 B, twice, in one process.
+        assert_eq!(
+            need("logging::buffered::file::64B"),
+            2 * 300_000 * 64 + PROCESS_OVERHEAD
+        );
+        assert!(need("udp-load::c16-s16::udp::65507B") < 1024 * mib);
+        assert!(cells.iter().all(|c| c.memory_need().unwrap() < 2048 * mib));
+    }
+
+    #[test]
+    fn needs_beyond_64_bits_or_the_memory_available_are_refused() {
+        let mut cell = full_cells()
+            .into_iter()
+            .find(|c| c.id == "bulk::tcp::100MB")
+            .unwrap();
+        assert!(check_memory(&cell, 8 << 30).is_ok());
+        let e = check_memory(&cell, 100 << 20).unwrap_err();
+        assert!(
+            e.starts_with(
+                "bulk::tcp::100MB needs about 351 MiB of memory and 100 MiB are available"
+            ),
+            "{e}"
+        );
+        cell.payload_bytes = u64::MAX;
+        assert_eq!(cell.memory_need(), None);
+        assert!(check_memory(&cell, u64::MAX)
+            .unwrap_err()
+            .contains("more memory than 64 bits count"));
+        cell.kind = ScenarioKind::Logging;
+        cell.payload_bytes = 64;
+        cell.iterations = u64::MAX;
+        assert_eq!(cell.memory_need(), None);
+    }
+}
