@@ -259,6 +259,26 @@ fn fault_trials() -> Vec<Trial> {
         Ok(())
     }));
     trials.extend(overflow_trials());
+    // A payload no machine here holds: refused before anything is allocated.
+    let mut cell = fault_cell(TransportKind::Tcp, None);
+    cell.kind = ScenarioKind::Bulk;
+    cell.payload_bytes = 1 << 40;
+    cell.id = format!("{CELL_GROUP_FAULT}::memory::bulk-1TiB");
+    trials.push(Trial::test(cell.id.clone(), move || {
+        let failure = run_cell(&cell, &RunOptions::default())
+            .outcome
+            .failure
+            .ok_or("a 1 TiB round trip passed")?;
+        if failure.kind != FailureKind::Setup || !failure.reason.contains("of memory and") {
+            return Err(format!(
+                "expected a set-up failure naming the memory, got {:?}: {}",
+                failure.kind, failure.reason
+            )
+            .into());
+        }
+        println!("{}: failed as expected: {}", cell.id, failure.reason);
+        Ok(())
+    }));
     trials
 }
 

@@ -3,6 +3,7 @@
 //! a [`CellResult`].
 
 use crate::context::{RunOptions, Tally};
+use crate::failure::setup_failure;
 use crate::kinds::{echo, fan, logging, req_rep, rpc, udp_load};
 use crate::placement::{self, PinnedThread};
 use crate::pressure::PressureMeter;
@@ -11,7 +12,7 @@ use ipc_matrix_results::{
     CellResult, Environment, Failure, FailureKind, Outcome, Placement, Throughput,
     RESULT_SCHEMA_VERSION,
 };
-use ipc_matrix_spec::{Cell, ScenarioKind};
+use ipc_matrix_spec::{available_memory, check_memory, Cell, ScenarioKind};
 use std::time::{Instant, SystemTime};
 
 /// Runs one cell to the end and describes what happened; never panics on a bad peer.
@@ -31,21 +32,26 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     let probe_before = probe();
     let mut tally = Tally::default();
     let pressure = PressureMeter::start();
-    let failure = match cell.kind {
-        ScenarioKind::Echo | ScenarioKind::Bulk | ScenarioKind::Codec => {
-            echo::echo(cell, options, placement.peer_cpu, &mut tally)
-        }
-        ScenarioKind::FanOut => fan::fan_out(cell, options, &mut tally),
-        ScenarioKind::FanIn => fan::fan_in(cell, options, &mut tally),
-        ScenarioKind::UdpLoad => udp_load::udp_load(cell, options, &mut tally),
-        ScenarioKind::Rpc => rpc::rpc(cell, options, placement.peer_cpu, &mut tally),
-        ScenarioKind::ReqRep => req_rep::req_rep(cell, options, placement.peer_cpu, &mut tally),
-        ScenarioKind::Logging => {
-            logging::logging(cell, &placement.cpus(), options.fault, &mut tally)
-        }
-    }
-    .and_then(|()| measured_all(cell, &tally))
-    .err();
+    // Refused before anything is allocated when the machine cannot hold the cell now.
+    let memory = available_memory()
+        .map_or(Ok(()), |available| check_memory(cell, available))
+        .map_err(setup_failure);
+    let failure = memory
+        .and_then(|()| match cell.kind {
+            ScenarioKind::Echo | ScenarioKind::Bulk | ScenarioKind::Codec => {
+                echo::echo(cell, options, placement.peer_cpu, &mut tally)
+            }
+            ScenarioKind::FanOut => fan::fan_out(cell, options, &mut tally),
+            ScenarioKind::FanIn => fan::fan_in(cell, options, &mut tally),
+            ScenarioKind::UdpLoad => udp_load::udp_load(cell, options, &mut tally),
+            ScenarioKind::Rpc => rpc::rpc(cell, options, placement.peer_cpu, &mut tally),
+            ScenarioKind::ReqRep => req_rep::req_rep(cell, options, placement.peer_cpu, &mut tally),
+            ScenarioKind::Logging => {
+                logging::logging(cell, &placement.cpus(), options.fault, &mut tally)
+            }
+        })
+        .and_then(|()| measured_all(cell, &tally))
+        .err();
     let cpu_pressure = pressure.share();
     // Again after the cell: the host may move the CPUs while it runs.
     let probe_after = probe();
