@@ -1,12 +1,29 @@
 //! Names of everything a run leaves in shared places, and removal of what crashed runs
-//! left behind. Every name carries the creating process id, so a later run can tell the
-//! leftovers of dead processes from the live ones of a parallel run.
+//! left behind.
+//!
+//! Liveness is an advisory lock, not a process id: the creator of a segment or a private
+//! directory holds a lock on it ([`LifeLock`]) for as long as it exists, and the kernel
+//! drops that lock when the creator dies, however it dies. A sweep removes only what it
+//! can lock itself. A process id would not do: in another PID namespace (a container,
+//! `unshare -p`) the creator's id means nothing, and a live run's files were removed.
 
 use crate::platform::{current_pid, process_alive};
+use std::fs::{File, TryLockError};
 use std::io;
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+/// The file inside a private directory whose lock says its creator is alive.
+const LIFE_LOCK_FILE: &str = ".alive";
+/// A free lock on an artefact younger than this may be one whose creator has not locked
+/// it yet (it creates, then locks): such an artefact is left to a later sweep.
+const CREATION_GRACE: Duration = Duration::from_secs(1);
+/// Artefacts without a life lock (made by an older ipc-matrix, or caught in the instant
+/// between creation and locking) are left alone unless their creator's id is gone and they
+/// are at least this old.
+const UNLOCKED_GRACE: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Prefix of every shared-memory segment and temporary directory we create.
 pub const ARTIFACT_PREFIX: &str = "ipc-matrix.";
@@ -26,24 +43,70 @@ pub fn unique_name() -> String {
     )
 }
 
-/// Creates a new directory of mode 0700 under the system temporary directory.
-pub fn private_temp_dir() -> io::Result<PathBuf> {
-    let dir = std::env::temp_dir().join(unique_name());
-    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-    Ok(dir)
+/// A shared advisory lock held on an artefact by its creator for the artefact's life.
+pub(crate) struct LifeLock {
+    _file: File,
 }
 
-/// A [`private_temp_dir`] removed with everything in it when dropped (a crash leaves it to
-/// [`remove_stale_artifacts`]).
+impl LifeLock {
+    /// Locks `path` (which must exist) for the life of the returned guard.
+    pub(crate) fn hold(path: &Path) -> io::Result<Self> {
+        let file = File::open(path)?;
+        file.lock_shared()?;
+        Ok(Self { _file: file })
+    }
+}
+
+/// What a sweep may do with an artefact, judged by its life lock.
+enum Liveness {
+    /// Its creator holds the lock.
+    Alive,
+    /// The lock is free: its creator is gone.
+    Abandoned,
+    /// It has no lock to ask.
+    Unknown,
+}
+
+fn liveness(lock_path: &Path) -> Liveness {
+    let Ok(file) = File::open(lock_path) else {
+        return Liveness::Unknown;
+    };
+    match file.try_lock() {
+        Ok(()) => Liveness::Abandoned,
+        Err(TryLockError::WouldBlock) => Liveness::Alive,
+        Err(TryLockError::Error(_)) => Liveness::Unknown,
+    }
+}
+
+/// A new directory of mode 0700 under the system temporary directory, locked by its
+/// creator ([`LifeLock`]) and removed with everything in it when dropped (a crash leaves
+/// it to [`remove_stale_artifacts`], which sees the lock released).
 pub struct PrivateDir {
     path: PathBuf,
+    _alive: LifeLock,
 }
 
 impl PrivateDir {
     pub fn create() -> io::Result<Self> {
-        Ok(Self {
-            path: private_temp_dir()?,
-        })
+        let path = std::env::temp_dir().join(unique_name());
+        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+        let lock = path.join(LIFE_LOCK_FILE);
+        let alive = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&lock)
+            .and_then(|_| LifeLock::hold(&lock));
+        match alive {
+            Ok(alive) => Ok(Self {
+                path,
+                _alive: alive,
+            }),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&path);
+                Err(e)
+            }
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -63,36 +126,63 @@ pub struct Removed {
     pub paths: Vec<PathBuf>,
 }
 
-/// Removes segments in /dev/shm and directories in the temporary directory that were
-/// made by processes that no longer run. Those of live processes are left alone.
+/// Removes segments in /dev/shm and directories in the temporary directory whose creators
+/// are gone: their life lock is free. Those of live processes, in this PID namespace or
+/// any other, are left alone.
 pub fn remove_stale_artifacts() -> Removed {
+    remove_stale_artifacts_in(Path::new("/dev/shm"), &std::env::temp_dir())
+}
+
+/// [`remove_stale_artifacts`] over the given folders (tests sweep folders of their own).
+pub fn remove_stale_artifacts_in(segments: &Path, temp: &Path) -> Removed {
     let mut removed = Removed::default();
-    for (dir, is_segment) in [
-        (Path::new("/dev/shm").to_path_buf(), true),
-        (std::env::temp_dir(), false),
-    ] {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+    for (dir, is_segment) in [(segments, true), (temp, false)] {
+        let Ok(entries) = std::fs::read_dir(dir) else {
             continue;
         };
         for entry in entries.flatten() {
+            let path = entry.path();
             let name = entry.file_name().to_string_lossy().into_owned();
             let Some(pid) = creator_pid(&name) else {
                 continue;
             };
-            if process_alive(pid) || !owned_by_us(&entry.path()) {
+            if !owned_by_us(&path) {
+                continue;
+            }
+            let lock = if is_segment {
+                path.clone()
+            } else {
+                path.join(LIFE_LOCK_FILE)
+            };
+            let abandoned = match liveness(&lock) {
+                Liveness::Alive => false,
+                Liveness::Abandoned => older_than(&path, CREATION_GRACE),
+                Liveness::Unknown => !process_alive(pid) && older_than(&path, UNLOCKED_GRACE),
+            };
+            if !abandoned {
                 continue;
             }
             let gone = if is_segment {
-                std::fs::remove_file(entry.path()).is_ok()
+                std::fs::remove_file(&path).is_ok()
             } else {
-                std::fs::remove_dir_all(entry.path()).is_ok()
+                std::fs::remove_dir_all(&path).is_ok()
             };
             if gone {
-                removed.paths.push(entry.path());
+                removed.paths.push(path);
             }
         }
     }
     removed
+}
+
+fn older_than(path: &Path, age: Duration) -> bool {
+    std::fs::symlink_metadata(path)
+        .and_then(|m| m.modified())
+        .is_ok_and(|modified| {
+            SystemTime::now()
+                .duration_since(modified)
+                .is_ok_and(|a| a >= age)
+        })
 }
 
 fn creator_pid(name: &str) -> Option<u32> {

@@ -2,7 +2,7 @@
 //! lives in a fresh directory of mode 0700, which is removed as soon as the peer is
 //! connected: from then on nothing of ours is on the file system.
 
-use crate::cleanup::{private_temp_dir, ARTIFACT_PREFIX};
+use crate::cleanup::{PrivateDir, ARTIFACT_PREFIX};
 use crate::framing::{poll_accept, remaining, Framed, TimedStream};
 use crate::{Acceptor, Channel, PeerAddress, TransportError};
 use interprocess::local_socket::{
@@ -23,14 +23,16 @@ impl TimedStream for Stream {
 
 pub struct LocalAcceptor {
     listener: interprocess::local_socket::Listener,
-    dir: PathBuf,
+    /// Holds the socket file; removed when the acceptor is dropped.
+    _dir: PrivateDir,
     path: PathBuf,
 }
 
 impl LocalAcceptor {
     pub fn bind() -> Result<Self, TransportError> {
-        let dir = private_temp_dir().map_err(TransportError::io("creating a private directory"))?;
-        let path = dir.join(format!("{ARTIFACT_PREFIX}sock"));
+        let dir =
+            PrivateDir::create().map_err(TransportError::io("creating a private directory"))?;
+        let path = dir.path().join(format!("{ARTIFACT_PREFIX}sock"));
         let name = path
             .as_path()
             .to_fs_name::<GenericFilePath>()
@@ -42,15 +44,9 @@ impl LocalAcceptor {
             .map_err(TransportError::io("binding the local socket"))?;
         Ok(Self {
             listener,
-            dir,
+            _dir: dir,
             path,
         })
-    }
-}
-
-impl Drop for LocalAcceptor {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

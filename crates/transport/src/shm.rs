@@ -12,7 +12,11 @@
 //! through `&[u8]`. The segment is unlinked as soon as the peer has mapped it, so nothing
 //! remains in /dev/shm even if both processes are killed later.
 
-use crate::cleanup::unique_name;
+use crate::cleanup::{unique_name, LifeLock};
+use std::path::Path;
+
+/// Where POSIX shared memory segments appear as files on Linux.
+const SEGMENT_DIR: &str = "/dev/shm";
 use crate::framing::remaining;
 use crate::platform::{current_pid, ensure_alive, futex_wait, futex_wake};
 use crate::{Acceptor, Channel, PeerAddress, TransportError, WakeMode};
@@ -126,6 +130,9 @@ pub struct ShmAcceptor {
     /// What this side wrote into the header; never read back from the shared header, which
     /// the peer could overwrite.
     layout: Layout,
+    /// Says the segment's creator is alive until the segment is unlinked, so no sweep of
+    /// another run removes it ([`crate::cleanup`]).
+    _alive: LifeLock,
 }
 
 impl ShmAcceptor {
@@ -149,6 +156,8 @@ impl ShmAcceptor {
                 layout.len
             )));
         }
+        let alive = LifeLock::hold(&Path::new(SEGMENT_DIR).join(os_id.trim_start_matches('/')))
+            .map_err(TransportError::io("locking the new segment"))?;
         // SAFETY: the mapping is at least layout.len >= SLOTS_AT bytes and page-aligned, so
         // it holds an aligned header; nobody else has it yet, and the magic number is
         // published last, with Release.
@@ -160,7 +169,12 @@ impl ShmAcceptor {
             (*header).owner_pid.store(current_pid(), Ordering::Relaxed);
             (*header).magic.store(MAGIC, Ordering::Release);
         }
-        Ok(Self { shm, wake, layout })
+        Ok(Self {
+            shm,
+            wake,
+            layout,
+            _alive: alive,
+        })
     }
 
     fn header(&self) -> &Header {

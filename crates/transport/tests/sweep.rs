@@ -1,0 +1,115 @@
+//! The leftover sweep decides liveness by the creator's lock, never by a process id alone:
+//! an artefact whose named creator is not a process here (another PID namespace) but whose
+//! lock is held stays; once the lock is free it goes.
+
+use ipc_matrix_transport::{remove_stale_artifacts_in, PrivateDir, ARTIFACT_PREFIX};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+/// A process id that names no process here: a child that has exited and been reaped.
+fn gone_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+/// Two scratch folders standing in for /dev/shm and the temporary directory.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("sweep-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("shm")).unwrap();
+        std::fs::create_dir_all(dir.join("tmp")).unwrap();
+        Self(dir)
+    }
+    fn shm(&self) -> PathBuf {
+        self.0.join("shm")
+    }
+    fn tmp(&self) -> PathBuf {
+        self.0.join("tmp")
+    }
+    fn sweep(&self) -> Vec<PathBuf> {
+        remove_stale_artifacts_in(&self.shm(), &self.tmp()).paths
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Makes `path` look as if it was last changed a minute ago: past the grace a sweep gives
+/// artefacts whose creator may not have locked them yet.
+fn age(path: &Path) {
+    let minute_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    File::open(path).unwrap().set_modified(minute_ago).unwrap();
+}
+
+fn locked(path: &Path) -> File {
+    let file = File::open(path).unwrap();
+    file.lock_shared().unwrap();
+    file
+}
+
+#[test]
+fn a_locked_directory_of_a_creator_unknown_here_stays_until_its_lock_is_free() {
+    let s = Scratch::new("dir");
+    let dir = s.tmp().join(format!("{ARTIFACT_PREFIX}{}.0.0", gone_pid()));
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join(".alive"), b"").unwrap();
+    std::fs::write(dir.join("cell.log"), b"a live run's log").unwrap();
+    let lock = locked(&dir.join(".alive"));
+    age(&dir);
+    assert!(s.sweep().is_empty(), "a live run's directory was removed");
+    assert!(dir.join("cell.log").is_file());
+    drop(lock);
+    assert_eq!(s.sweep(), vec![dir.clone()]);
+    assert!(!dir.exists());
+}
+
+#[test]
+fn a_locked_segment_of_a_creator_unknown_here_stays_until_its_lock_is_free() {
+    let s = Scratch::new("segment");
+    let segment = s.shm().join(format!("{ARTIFACT_PREFIX}{}.0.0", gone_pid()));
+    std::fs::write(&segment, [0u8; 4096]).unwrap();
+    let lock = locked(&segment);
+    age(&segment);
+    assert!(s.sweep().is_empty(), "a live run's segment was removed");
+    drop(lock);
+    assert_eq!(s.sweep(), vec![segment.clone()]);
+}
+
+#[test]
+fn a_fresh_artefact_with_a_free_lock_is_left_for_a_later_sweep() {
+    // Its creator makes it, then locks it: a sweep in between must not take it.
+    let s = Scratch::new("fresh");
+    let segment = s.shm().join(format!("{ARTIFACT_PREFIX}{}.0.0", gone_pid()));
+    std::fs::write(&segment, [0u8; 64]).unwrap();
+    assert!(s.sweep().is_empty());
+    age(&segment);
+    assert_eq!(s.sweep(), vec![segment]);
+}
+
+#[test]
+fn a_recent_artefact_without_a_lock_is_left_alone() {
+    // Made by an older ipc-matrix, or caught between its creation and its lock.
+    let s = Scratch::new("unlocked");
+    let dir = s.tmp().join(format!("{ARTIFACT_PREFIX}{}.0.0", gone_pid()));
+    std::fs::create_dir(&dir).unwrap();
+    assert!(s.sweep().is_empty());
+    assert!(dir.is_dir());
+}
+
+#[test]
+fn a_private_directory_of_this_process_survives_a_sweep_of_the_real_folders() {
+    let dir = PrivateDir::create().unwrap();
+    ipc_matrix_transport::remove_stale_artifacts();
+    assert!(dir.path().is_dir());
+    let path = dir.path().to_path_buf();
+    drop(dir);
+    assert!(!path.exists(), "dropping a private directory removes it");
+}
