@@ -16,6 +16,13 @@ use std::path::{Path, PathBuf};
 pub const BASELINE_FORMAT_VERSION: u32 = 1;
 /// Accepted runs kept per cell; the oldest is dropped first.
 pub const MAX_RUNS: usize = 5;
+/// At most this many batch medians per accepted run: a result keeps at most 100,000
+/// round trips, and batches hold at least 10 (about 30 batches is usual).
+pub const MAX_BATCHES: usize = 10_000;
+/// At most this many cells per baseline (a profile expands into at most 10,000).
+pub const MAX_CELLS: usize = 10_000;
+/// A baseline file larger than this is refused before it is parsed.
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Baseline {
@@ -215,7 +222,13 @@ impl Baseline {
 
     /// Reads a baseline; `Ok(None)` when there is none yet.
     pub fn load(path: &Path) -> Result<Option<Self>, BaselineError> {
-        let bytes = match std::fs::read(path) {
+        let read = std::fs::File::open(path).and_then(|file| {
+            use std::io::Read;
+            let mut bytes = Vec::new();
+            file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+            Ok(bytes)
+        });
+        let bytes = match read {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => {
@@ -229,6 +242,12 @@ impl Baseline {
             path: path.into(),
             reason,
         };
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(malformed(format!(
+                "larger than {} MiB, more than any baseline holds",
+                MAX_FILE_BYTES >> 20
+            )));
+        }
         let value: serde_json::Value =
             serde_json::from_slice(&bytes).map_err(|e| malformed(e.to_string()))?;
         let found = value
@@ -241,9 +260,38 @@ impl Baseline {
                 found,
             });
         }
-        serde_json::from_value(value)
-            .map(Some)
-            .map_err(|e| malformed(e.to_string()))
+        let baseline: Self = serde_json::from_value(value).map_err(|e| malformed(e.to_string()))?;
+        baseline.check_bounds().map_err(malformed)?;
+        Ok(Some(baseline))
+    }
+
+    /// What a baseline may hold: judging it costs time in proportion to its batches.
+    fn check_bounds(&self) -> Result<(), String> {
+        if self.cells.len() > MAX_CELLS {
+            return Err(format!(
+                "{} cells; a baseline holds at most {MAX_CELLS}",
+                self.cells.len()
+            ));
+        }
+        for (id, cell) in &self.cells {
+            if cell.runs.len() > MAX_RUNS {
+                return Err(format!(
+                    "cell {id} holds {} runs; at most {MAX_RUNS} are kept",
+                    cell.runs.len()
+                ));
+            }
+            if let Some(run) = cell
+                .runs
+                .iter()
+                .find(|r| r.batch_medians_ns.len() > MAX_BATCHES)
+            {
+                return Err(format!(
+                    "cell {id} holds a run of {} batch medians; at most {MAX_BATCHES}",
+                    run.batch_medians_ns.len()
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Writes the baseline through a temporary file, so an interrupted write leaves the

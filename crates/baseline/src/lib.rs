@@ -10,7 +10,7 @@ mod verdict;
 pub use accept::{accept, AcceptError, AcceptMode, Accepted, NotRunFate, Refusal, RefusalReason};
 pub use file::{
     baseline_path, Baseline, BaselineCell, BaselineError, BaselineRun, BASELINE_FORMAT_VERSION,
-    MAX_RUNS,
+    MAX_BATCHES, MAX_CELLS, MAX_FILE_BYTES, MAX_RUNS,
 };
 pub use verdict::{
     judge, CellVerdict, Change, RunVerdict, Verdict, ALPHA, BUSY_MACHINE_PRESSURE,

@@ -55,7 +55,18 @@ pub fn leg_report(
         }
     }
     let path = baseline_path(baselines, leg, profile);
-    let baseline = Baseline::load(&path)?.map(|baseline| LoadedBaseline { path, baseline });
+    let baseline = Baseline::load(&path)?;
+    if let Some(found) = &baseline {
+        if found.leg != leg || found.profile != profile {
+            anyhow::bail!(
+                "{}: this baseline was recorded for {} ({}), not {leg} ({profile}); it was moved or copied",
+                path.display(),
+                found.leg,
+                found.profile
+            );
+        }
+    }
+    let baseline = baseline.map(|baseline| LoadedBaseline { path, baseline });
     let mut report = LegReport::new(read.results, baseline, policy, now_unix());
     report.other_runs = read.other_runs;
     Ok(report)

@@ -371,3 +371,81 @@ fn one_cell_stored_twice_in_one_run_is_an_error_not_two_cells() {
         text(&out)
     );
 }
+
+#[test]
+fn a_strict_report_without_a_baselines_folder_is_an_error_not_a_pass() {
+    let s = Scratch::new("no-baselines");
+    store_in_run(&s, 0, "a-run", 1_000);
+    let args = [
+        "report",
+        "--results",
+        "results",
+        "--baselines",
+        "/nonexistent",
+    ];
+    let strict = s.run(&[&args[..], &["--strict"]].concat(), &[]);
+    assert_eq!(strict.status.code(), Some(2), "{}", text(&strict));
+    assert!(
+        text(&strict).contains("no baselines folder at /nonexistent"),
+        "{}",
+        text(&strict)
+    );
+    let lenient = s.run(&args, &[]);
+    assert!(lenient.status.success(), "{}", text(&lenient));
+    assert!(
+        text(&lenient).contains("every cell is new"),
+        "{}",
+        text(&lenient)
+    );
+}
+
+#[test]
+fn a_baseline_recorded_for_another_leg_is_refused_with_its_path() {
+    let s = Scratch::new("other-leg-baseline");
+    s.store("results", "quick", 45_000, 40_000, 1);
+    let args = ["--results", "results", "--baselines", "baselines"];
+    let accept = s.run(&[&["baseline", "accept"][..], &args].concat(), &[]);
+    assert!(accept.status.success(), "{}", text(&accept));
+    // The file copied to another leg's place, as if that leg had a baseline.
+    let other = "aarch64-unknown-linux-gnu@qemu";
+    std::fs::create_dir_all(s.path(&format!("baselines/{other}"))).unwrap();
+    std::fs::copy(
+        s.path(&format!("baselines/{LEG}/quick.json")),
+        s.path(&format!("baselines/{other}/quick.json")),
+    )
+    .unwrap();
+    // Results of that leg to judge.
+    let env = fixture::environment("qemu", "Test CPU");
+    let mut result = fixture::passed(&fixture::cells(MATRIX, "quick")[0], &env, vec![1; 300]);
+    result.leg = other.into();
+    write_result(&s.path("results"), &result).unwrap();
+    let out = s.run(&[&["report", "--leg", other][..], &args].concat(), &[]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("this baseline was recorded for x86_64-unknown-linux-gnu@native"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn a_report_that_cannot_be_written_whole_updates_none_of_its_files() {
+    let s = Scratch::new("partial");
+    store_in_run(&s, 0, "a-run", 1_000);
+    let dir = s.path(&format!("results/{LEG}/quick"));
+    // report.html cannot be replaced (a non-empty folder stands in its place).
+    std::fs::create_dir_all(dir.join("report.html/in-the-way")).unwrap();
+    let out = s.run(&["report", "--results", "results", "--baselines", "b"], &[]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        !dir.join("report.md").exists(),
+        "report.md was written alone"
+    );
+    assert!(!dir.join("results.json").exists());
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

@@ -82,17 +82,55 @@ pub fn write_leg_report(dir: &Path, report: &LegReport) -> io::Result<Written> {
         html: dir.join("report.html"),
         json: dir.join("results.json"),
     };
-    write_atomically(&written.markdown, markdown(report).as_bytes())?;
-    write_atomically(&written.html, html(report).as_bytes())?;
-    write_atomically(&written.json, report.json().as_bytes())?;
+    write_all_or_none(&[
+        (&written.markdown, markdown(report).into_bytes()),
+        (&written.html, html(report).into_bytes()),
+        (&written.json, report.json().into_bytes()),
+    ])?;
     Ok(written)
 }
 
 /// Through a temporary file and a rename: a reader never sees half a report.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
+    write_all_or_none(&[(path, bytes.to_vec())])
+}
+
+/// Writes every file to a temporary name first and renames them only when all were
+/// written: on a full disk no file is updated (and no temporary file stays), so the three
+/// files of a report never describe two different runs.
+fn write_all_or_none(files: &[(&Path, Vec<u8>)]) -> io::Result<()> {
+    // `report.md.tmp<pid>`, not `report.tmp<pid>`: the files share a stem.
+    let tmp = |path: &Path| {
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".tmp{}", std::process::id()));
+        path.with_file_name(name)
+    };
+    let remove_all = || {
+        for (path, _) in files {
+            let _ = std::fs::remove_file(tmp(path));
+        }
+    };
+    // A rename within one folder needs no space; it fails only when something is in the
+    // way, which is checked before anything is renamed.
+    if let Some((path, _)) = files.iter().find(|(path, _)| path.is_dir()) {
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            format!("{}: a folder is in the way", path.display()),
+        ));
+    }
+    for (path, bytes) in files {
+        if let Err(e) = std::fs::write(tmp(path), bytes) {
+            remove_all();
+            return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display())));
+        }
+    }
+    for (path, _) in files {
+        if let Err(e) = std::fs::rename(tmp(path), path) {
+            remove_all();
+            return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display())));
+        }
+    }
+    Ok(())
 }
 
 /// The two sentences every report opens with: `9 cells: 9 passed, 0 failed.` and

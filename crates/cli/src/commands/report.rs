@@ -48,6 +48,16 @@ pub fn report_legs(
     run: Option<&str>,
 ) -> Result<u8> {
     let strict = strict_flag || policy.strict;
+    if !baselines.is_dir() {
+        let missing = format!("no baselines folder at {}", baselines.display());
+        if strict {
+            // Every cell would be "new": a strict run that judges nothing must not pass.
+            anyhow::bail!(
+                "{missing}; a strict run needs baselines to judge against: give --baselines <folder>, or make a first baseline with `ipc-matrix baseline accept` and run without --strict"
+            );
+        }
+        println!("note: {missing}; every cell is new (`ipc-matrix baseline accept` makes one)");
+    }
     let mut regressions = 0;
     for leg in legs {
         let report = leg_report(results, baselines, leg, profile, policy, run)?;
