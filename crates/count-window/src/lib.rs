@@ -1,0 +1,240 @@
+//! Measurement windows for guest instruction counts under QEMU user mode.
+//!
+//! A program marks the code whose cost it wants counted with [`open`] and [`close`] (or
+//! the RAII [`Window`] from [`window`]). Run natively, or under QEMU without the counting
+//! plugin, a marker is one failed system call (see below) and nothing else. Run under
+//! `qemu-<arch> -plugin libipc_matrix_qemu_count.so` (the `ipc-matrix-qemu-count` crate,
+//! a separate GPL-2.0-or-later cdylib that nothing links), the plugin sees each marker
+//! and writes one [`Record`] per window: the guest instructions the marking thread
+//! executed between its open and its close.
+//!
+//! # The marker
+//!
+//! A marker is the system call [`MARKER_SYSCALL`] (`0xC0DE0`, the same number on every
+//! architecture) with the arguments `(MARKER_MAGIC, op, label_low32, label_high32)`.
+//! No Linux architecture has a system call with that number (the highest are below
+//! 500; MIPS's ABIs start at 4000, 5000 and 6000), so the kernel answers `ENOSYS` at the
+//! cost of one kernel entry, and QEMU user mode answers the same without calling the
+//! host. It was chosen to work unchanged on x86_64, aarch64, s390x, armv7, riscv64 and
+//! ppc64le:
+//! - below `0xF0000`: 32-bit Arm treats `0xF0000..` as its private calls (QEMU handles
+//!   them itself, without the plugin seeing them; the kernel raises `SIGILL` above
+//!   `0xF07FF`);
+//! - below `0x4000_0000` (x86_64's x32 bit), and not `0x1EBE` (ppc64's endian switch);
+//! - every argument is 32 bits wide, so 32-bit guests pass the same values as 64-bit
+//!   ones: a 64-bit label travels as two halves.
+//!
+//! `errno` is saved and restored around the call, so a marker leaves no trace in the
+//! program's state. A seccomp filter that forbids unknown system calls would see it:
+//! container runtimes' default filters answer `EPERM`, which is just as harmless.
+//!
+//! # Windows and labels
+//!
+//! Windows belong to the thread that opens them: a close matches the open of the same
+//! label on the same thread. A thread may have several windows open at once if their
+//! labels differ (nested or overlapping), and each counts all of that thread's
+//! instructions while it is open. The harness picks the labels, for example one for the
+//! measuring thread's round trips and one for the peer's serving threads. What the
+//! plugin does with an unusual sequence is part of [`End`].
+//!
+//! # Output
+//!
+//! The plugin appends one JSON object per line to the file named by its `out=`
+//! argument, else by the environment variable [`COUNT_FILE_ENV`]
+//! (`IPC_MATRIX_COUNT_FILE`), else to standard error. `%p` in the path becomes the QEMU
+//! process's pid, so one setting serves a measuring process and its peer. Lines are
+//! written whole, one `write(2)` per window in append mode, when the window ends: a
+//! process killed later keeps what it had counted. [`read_records`] reads such a file.
+
+use serde::{Deserialize, Serialize};
+use std::marker::PhantomData;
+use std::path::Path;
+
+/// The system call number of a marker, the same on every architecture (see the crate
+/// docs for why it is free everywhere).
+pub const MARKER_SYSCALL: i64 = 0xC0DE0;
+/// The first argument of a marker ("ipcm"): a call with the marker's number but another
+/// first argument is not a marker.
+pub const MARKER_MAGIC: u32 = 0x6970_636D;
+/// The second argument of a marker that opens a window.
+pub const OP_OPEN: u32 = 1;
+/// The second argument of a marker that closes a window.
+pub const OP_CLOSE: u32 = 2;
+/// The environment variable that names the plugin's output file (read by the QEMU
+/// process, which passes its environment on to the guest).
+pub const COUNT_FILE_ENV: &str = "IPC_MATRIX_COUNT_FILE";
+
+/// Opens window `label` on the calling thread.
+pub fn open(label: u64) {
+    mark(OP_OPEN, label);
+}
+
+/// Closes window `label` on the calling thread.
+pub fn close(label: u64) {
+    mark(OP_CLOSE, label);
+}
+
+/// Opens window `label` on the calling thread; the returned guard closes it when dropped.
+#[must_use = "the window closes when the guard is dropped"]
+pub fn window(label: u64) -> Window {
+    open(label);
+    Window {
+        label,
+        _not_send: PhantomData,
+    }
+}
+
+/// An open window, closed on drop (see [`window`]). It must be dropped on the thread
+/// that opened it, which `!Send` enforces.
+#[derive(Debug)]
+pub struct Window {
+    label: u64,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Window {
+    /// The window's label.
+    pub fn label(&self) -> u64 {
+        self.label
+    }
+}
+
+impl Drop for Window {
+    fn drop(&mut self) {
+        close(self.label);
+    }
+}
+
+/// Issues one marker. Never inlined, so a marker costs the same instructions wherever it
+/// is called from.
+#[inline(never)]
+fn mark(op: u32, label: u64) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: an unknown system call number has no effect but the ENOSYS result; errno
+    // is thread-local and restored before returning.
+    unsafe {
+        let errno = libc::__errno_location();
+        let saved = *errno;
+        // `as c_long` keeps the 32 bits as they are, also where c_long is 32 bits wide.
+        libc::syscall(
+            MARKER_SYSCALL as libc::c_long,
+            MARKER_MAGIC as libc::c_long,
+            op as libc::c_long,
+            (label as u32) as libc::c_long,
+            ((label >> 32) as u32) as libc::c_long,
+        );
+        *errno = saved;
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (op, label);
+}
+
+/// How a window ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum End {
+    /// Closed by [`close`] on its own thread: the normal case.
+    Close,
+    /// The thread opened the same label again while it was open: the first window ends
+    /// there (this record) and a new one starts.
+    Reopen,
+    /// The thread exited with the window open; counted up to its exit.
+    ThreadExit,
+    /// The process exited (or was killed by a signal QEMU saw) with the window open;
+    /// counted up to then. A process killed by SIGKILL leaves no record of its open
+    /// windows.
+    ProcessExit,
+    /// A close with no open window of that label on that thread; `insns` is `None`.
+    CloseWithoutOpen,
+}
+
+/// One line of the plugin's output: one window of one thread.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// The window's label.
+    pub label: u64,
+    /// The (host) pid of the QEMU process, which is the guest's pid.
+    pub pid: u32,
+    /// The thread id, the same in the guest and on the host under QEMU user mode.
+    pub tid: u32,
+    /// QEMU's vCPU index of the thread (reused after a thread exits).
+    pub vcpu: u32,
+    /// Guest instructions the thread executed inside the window (`None` for
+    /// [`End::CloseWithoutOpen`]).
+    pub insns: Option<u64>,
+    /// How the window ended.
+    pub end: End,
+}
+
+/// Reads the plugin's output: every line that is a [`Record`] (other lines, such as
+/// a program's own output when the plugin wrote to standard error, are skipped).
+pub fn read_records(path: &Path) -> std::io::Result<Vec<Record>> {
+    let text = std::fs::read_to_string(path)?;
+    Ok(parse_records(&text))
+}
+
+/// Parses the plugin's output (see [`read_records`]).
+pub fn parse_records(text: &str) -> Vec<Record> {
+    text.lines()
+        .filter(|line| line.starts_with('{'))
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+/// A deterministic workload for the plugin's tests and `scripts/count-demo.sh`.
+pub mod demo;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_are_harmless_natively() {
+        // SAFETY: errno is thread-local.
+        unsafe { *libc::__errno_location() = 1234 };
+        open(7);
+        close(7);
+        {
+            let w = window(u64::MAX);
+            assert_eq!(w.label(), u64::MAX);
+        }
+        close(8);
+        assert_eq!(unsafe { *libc::__errno_location() }, 1234);
+    }
+
+    #[test]
+    fn the_marker_number_is_no_system_call() {
+        // SAFETY: an unknown system call has no effect.
+        let ret = unsafe { libc::syscall(MARKER_SYSCALL as libc::c_long, 0, 0, 0, 0) };
+        assert_eq!(ret, -1);
+        assert_eq!(
+            std::io::Error::last_os_error().raw_os_error(),
+            Some(libc::ENOSYS)
+        );
+    }
+
+    #[test]
+    fn records_round_trip_through_json_lines() {
+        let record = Record {
+            label: 1 << 40,
+            pid: 10,
+            tid: 11,
+            vcpu: 0,
+            insns: Some(12345),
+            end: End::ThreadExit,
+        };
+        let line = serde_json::to_string(&record).unwrap();
+        assert_eq!(
+            line,
+            r#"{"label":1099511627776,"pid":10,"tid":11,"vcpu":0,"insns":12345,"end":"thread-exit"}"#
+        );
+        let unmatched =
+            r#"{"label":3,"pid":1,"tid":1,"vcpu":2,"insns":null,"end":"close-without-open"}"#;
+        let text = format!("program output\n{line}\n{unmatched}\n");
+        let records = parse_records(&text);
+        assert_eq!(records.len(), 2);
+        assert_eq!(records[0], record);
+        assert_eq!(records[1].end, End::CloseWithoutOpen);
+        assert_eq!(records[1].insns, None);
+    }
+}
