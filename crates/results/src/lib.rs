@@ -9,8 +9,8 @@ mod store;
 
 pub use environment::{Environment, RUNNER_ENV};
 pub use schema::{
-    CellResult, CodecStages, Failure, FailureKind, LatencyStats, LoadStats, LoggingStats, Outcome,
-    Placement, Throughput, MAX_SAMPLES_KEPT, RESULT_SCHEMA_VERSION,
+    CellResult, CodecStages, Failure, FailureKind, InstructionCounts, LatencyStats, LoadStats,
+    LoggingStats, Outcome, Placement, Throughput, MAX_SAMPLES_KEPT, RESULT_SCHEMA_VERSION,
 };
 pub use store::{
     cell_file_name, leg_name, read_results, read_run, run_dir, run_id, write_atomically,

@@ -56,6 +56,10 @@ pub struct CellResult {
     /// `logging` cells: lines written and what they cost.
     #[serde(default)]
     pub logging: Option<LoggingStats>,
+    /// Guest instructions per measured round trip, when the cell ran under QEMU with the
+    /// counting plugin: deterministic, whatever the host, its load or its CPU model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<InstructionCounts>,
     /// Round trips per second (logging cells: lines; udp-load cells: answered requests).
     pub round_trips_per_sec: Option<f64>,
     /// Payload bytes moved per second, counting the request and the reply (logging
@@ -174,4 +178,28 @@ pub struct LoggingStats {
     pub ns_per_line: f64,
     /// From returning from the last logging call until every line was in the file.
     pub drain_ns: u64,
+}
+
+/// Guest instructions per measured round trip, counted under QEMU user mode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstructionCounts {
+    /// The measuring thread's instructions per round trip (request, wait, reply, and for
+    /// codec cells the encoding and decoding; not the reply check).
+    pub measuring: Option<f64>,
+    /// The peer's serving thread's instructions per reply.
+    pub peer: Option<f64>,
+    /// Measured round trips whose windows were counted.
+    pub windows: u64,
+    /// The emulated CPU model (`QEMU_CPU`), which fixes the library code QEMU runs.
+    pub cpu_model: Option<String>,
+    /// The count depends on timing (busy-poll waits, a lossy transport, a spun peer delay):
+    /// it informs and never gates.
+    pub timing_dependent: bool,
+}
+
+impl InstructionCounts {
+    /// Both sides together, per round trip; `None` unless both were counted.
+    pub fn total(&self) -> Option<f64> {
+        Some(self.measuring? + self.peer?)
+    }
 }

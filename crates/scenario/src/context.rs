@@ -1,6 +1,7 @@
 //! What every kind's measuring side is given (the run's options) and what it fills in
 //! (the tally of round trips), shared below the kinds.
 
+use crate::counting::Counting;
 use crate::failure::setup_failure;
 use crate::fault::Fault;
 use crate::measure::Recorder;
@@ -55,6 +56,7 @@ impl RunOptions {
             cpu,
             codec: cell.codec,
             role,
+            count: None,
         }
     }
 
@@ -91,6 +93,11 @@ pub(crate) struct Tally {
     pub(crate) lost: u64,
     pub(crate) load: Option<LoadStats>,
     pub(crate) logging: Option<LoggingStats>,
+    /// The cell's instruction counting, when it runs under QEMU's counting plugin (set by
+    /// the runner; the request/reply loop and the peer open and close its windows).
+    pub(crate) counting: Option<Counting>,
+    /// The peer process of a request/reply cell, whose counts are read after it exits.
+    pub(crate) peer_pid: Option<u32>,
 }
 
 impl Tally {

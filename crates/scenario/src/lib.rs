@@ -28,6 +28,7 @@ mod failure;
 mod spawn;
 
 mod codec_work;
+mod counting;
 mod fault;
 mod measure;
 mod payload;
@@ -38,6 +39,7 @@ mod probe;
 mod verify;
 
 pub use context::RunOptions;
+pub use counting::{COUNT_FILE_ENV, QEMU_CPU_ENV};
 pub use fault::{Fault, FaultKind};
 pub use payload::{pseudo_random_bytes, Payload};
 pub use peer::{PeerDelay, PEER_DELAY_CELLS_ENV, PEER_DELAY_ENV, SERVE_ARG};

@@ -1,6 +1,7 @@
 //! What a peer is told (its configuration and role) and the pieces every kind's serving
 //! side shares: the reply delay, the fault it commits, the shared clock.
 
+use crate::counting::PeerCounting;
 use crate::fault::{Fault, FaultKind};
 use ipc_matrix_codec::Codec;
 use ipc_matrix_transport::PeerAddress;
@@ -69,6 +70,9 @@ pub struct PeerConfig {
     /// What the peer does; echo unless a fan cell says otherwise.
     #[serde(default)]
     pub role: PeerRole,
+    /// Count the guest instructions of the measured replies (under QEMU's plugin).
+    #[serde(default)]
+    pub count: Option<PeerCounting>,
 }
 
 /// The part a peer plays in a cell.

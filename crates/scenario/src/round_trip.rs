@@ -95,11 +95,19 @@ pub(crate) fn measure(
         round_trip_failure(endpoint.peer(), (index, total, cell.warmup), kind, what)
     };
     let mut lost_in_a_row = 0;
+    tally.peer_pid = Some(endpoint.peer().pid());
+    let count_label = tally.counting.as_ref().map(|c| c.measuring_label());
     for index in 0..total {
         let measured = index >= cell.warmup;
         match &mut requests {
             Requests::Payload(payload) => payload.stamp(index),
             Requests::Frames(work) => work.prepare(index),
+        }
+        // A measured round trip's instructions are counted (under QEMU's plugin) from here
+        // to its end, the reply check left out.
+        let counted = count_label.filter(|_| measured);
+        if let Some(label) = counted {
+            ipc_matrix_count_window::open(label);
         }
         // For a codec cell the round trip starts before encoding and ends after decoding.
         let started = Instant::now();
@@ -140,6 +148,9 @@ pub(crate) fn measure(
             _ => None,
         };
         let round_trip = started.elapsed();
+        if let Some(label) = counted {
+            ipc_matrix_count_window::close(label);
+        }
         if let Answer::Lost = answer {
             tally.lost += 1;
             lost_in_a_row += 1;

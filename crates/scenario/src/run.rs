@@ -3,6 +3,7 @@
 //! a [`CellResult`].
 
 use crate::context::{RunOptions, Tally};
+use crate::counting::Counting;
 use crate::failure::setup_failure;
 use crate::kinds::{echo, fan, logging, req_rep, rpc, udp_load};
 use crate::placement::{self, PinnedThread};
@@ -12,7 +13,9 @@ use ipc_matrix_results::{
     CellResult, Environment, Failure, FailureKind, Outcome, Placement, Throughput,
     RESULT_SCHEMA_VERSION,
 };
-use ipc_matrix_spec::{available_memory, check_memory, Cell, ScenarioKind};
+use ipc_matrix_spec::{
+    available_memory, check_memory, Cell, ScenarioKind, TransportKind, WakeMode,
+};
 use std::time::{Instant, SystemTime};
 
 /// Runs one cell to the end and describes what happened; never panics on a bad peer.
@@ -30,7 +33,21 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     }
     let probe = || pinned.is_ok().then(|| core_to_core_ns(placement)).flatten();
     let probe_before = probe();
-    let mut tally = Tally::default();
+    let mut tally = Tally {
+        counting: match cell.kind {
+            ScenarioKind::Echo
+            | ScenarioKind::Bulk
+            | ScenarioKind::Codec
+            | ScenarioKind::Rpc
+            | ScenarioKind::ReqRep => Counting::for_cell(),
+            // Not counted yet: their peers run several processes or threads of their own.
+            ScenarioKind::FanOut
+            | ScenarioKind::FanIn
+            | ScenarioKind::UdpLoad
+            | ScenarioKind::Logging => None,
+        },
+        ..Tally::default()
+    };
     let pressure = PressureMeter::start();
     // Refused before anything is allocated when the machine cannot hold the cell now.
     let memory = available_memory()
@@ -53,6 +70,14 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         .and_then(|()| measured_all(cell, &tally))
         .err();
     let cpu_pressure = pressure.share();
+    let instructions = match (&tally.counting, tally.peer_pid, &failure) {
+        (Some(counting), Some(peer), None) => Some(counting.collect(
+            peer,
+            tally.recorder.count().saturating_add(tally.lost),
+            counts_depend_on_timing(cell, options),
+        )),
+        _ => None,
+    };
     // Again after the cell: the host may move the CPUs while it runs.
     let probe_after = probe();
     drop(pinned);
@@ -95,6 +120,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         peer_delay_us: options.peer_delay_for(cell).map(|d| d.as_micros() as u64),
         load: tally.load,
         logging: tally.logging,
+        instructions,
         round_trips_per_sec: per_second(operations),
         throughput: per_second(moved_bytes).map(|bytes| Throughput {
             mb_per_s: bytes / 1e6,
@@ -136,4 +162,12 @@ fn measured_all(cell: &Cell, tally: &Tally) -> Result<(), Failure> {
             tally.lost
         ),
     })
+}
+
+/// A count that depends on timing informs and never gates: spinning while waiting
+/// (busy-poll), a spun peer delay, or a lossy transport whose retries vary.
+fn counts_depend_on_timing(cell: &Cell, options: &RunOptions) -> bool {
+    cell.wake == Some(WakeMode::BusyPoll)
+        || options.peer_delay_for(cell).is_some()
+        || cell.transport == TransportKind::Udp
 }

@@ -4,6 +4,7 @@
 
 use crate::codec_work::FRAME_SLACK;
 use crate::context::{RunOptions, Tally};
+use crate::counting::PeerCounting;
 use crate::failure::{expect_clean_exit, peer_epilogue, setup_failure, transport_failure_kind};
 use crate::peer::{commit, spin_for, PeerConfig, PeerRole};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Requests};
@@ -41,7 +42,8 @@ pub(crate) fn echo(
         },
     )
     .map_err(|e| setup_failure(format!("opening the {} channel: {e}", cell.transport)))?;
-    let config = options.peer_config(cell, acceptor.address(), limit, peer_cpu, PeerRole::Echo);
+    let mut config = options.peer_config(cell, acceptor.address(), limit, peer_cpu, PeerRole::Echo);
+    config.count = tally.counting.as_ref().map(|c| c.peer(cell.warmup));
     let mut peer = options.start_peer(&config)?;
     let channel = acceptor
         .accept(peer.pid(), Instant::now() + options.setup_timeout)
@@ -117,6 +119,7 @@ pub(crate) fn serve(channel: &mut dyn Channel, config: &PeerConfig) -> Result<()
     for index in 0u64.. {
         // One clock read per message: the reply shares the request's deadline.
         let deadline = Instant::now() + idle;
+        PeerCounting::open(config.count, index);
         channel
             .recv(&mut message, config.limit, deadline)
             .map_err(|e| format!("message {index}: {e}"))?;
@@ -138,6 +141,7 @@ pub(crate) fn serve(channel: &mut dyn Channel, config: &PeerConfig) -> Result<()
         channel
             .send(&message, deadline)
             .map_err(|e| format!("reply {index}: {e}"))?;
+        PeerCounting::close(config.count, index);
     }
     Ok(())
 }

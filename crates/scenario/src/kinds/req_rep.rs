@@ -4,6 +4,7 @@
 //! its echo, which must equal it byte for byte. An empty message says goodbye.
 
 use crate::context::{RunOptions, Tally};
+use crate::counting::PeerCounting;
 use crate::failure::{expect_clean_exit, setup_failure};
 use crate::fault::Fault;
 use crate::peer::{commit, spin_for, PeerConfig, PeerRole};
@@ -86,13 +87,14 @@ pub(crate) fn req_rep(
         }
     };
     // libzmq applies the limit to the handshake's commands too: never below the slack.
-    let config = options.peer_config(
+    let mut config = options.peer_config(
         cell,
         address,
         len + REPLY_SLACK,
         peer_cpu,
         PeerRole::ZmqReply,
     );
+    config.count = tally.counting.as_ref().map(|c| c.peer(cell.warmup));
     let peer = options.start_peer(&config)?;
     let mut endpoint = ZmqEndpoint {
         socket,
@@ -236,6 +238,7 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
         .map_err(|e| format!("connecting to {endpoint}: {e}"))?;
     let fault: Option<Fault> = config.fault;
     for index in 0u64.. {
+        PeerCounting::open(config.count, index);
         let mut message = socket
             .recv_bytes(0)
             .map_err(|e| format!("message {index}: {e}"))?;
@@ -251,6 +254,7 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
         socket
             .send(message, 0)
             .map_err(|e| format!("reply {index}: {e}"))?;
+        PeerCounting::close(config.count, index);
         if last {
             return Ok(());
         }

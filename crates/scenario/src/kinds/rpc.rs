@@ -5,6 +5,7 @@
 //! single-threaded tokio runtime, as capnp-rpc objects are not `Send`.
 
 use crate::context::{RunOptions, Tally};
+use crate::counting::PeerCounting;
 use crate::failure::{expect_clean_exit, peer_epilogue, setup_failure};
 use crate::fault::Fault;
 use crate::peer::{commit, spin_for, PeerConfig, PeerRole};
@@ -74,7 +75,11 @@ pub(crate) fn rpc(
     let runtime = runtime().map_err(setup_failure)?;
     let local = LocalSet::new();
     let len = cell.payload_bytes as usize;
-    let connected = local.block_on(&runtime, connect_peer(cell, options, peer_cpu, len))?;
+    let count = tally.counting.as_ref().map(|c| c.peer(cell.warmup));
+    let connected = local.block_on(
+        &runtime,
+        connect_peer(cell, options, (peer_cpu, count), len),
+    )?;
     let mut endpoint = RpcEndpoint {
         runtime,
         local,
@@ -102,7 +107,7 @@ struct Connected {
 async fn connect_peer(
     cell: &Cell,
     options: &RunOptions,
-    peer_cpu: Option<usize>,
+    (peer_cpu, count): (Option<usize>, Option<PeerCounting>),
     len: usize,
 ) -> Result<Connected, Failure> {
     let listen_failure = |e: std::io::Error| setup_failure(format!("opening the listener: {e}"));
@@ -130,7 +135,8 @@ async fn connect_peer(
             )))
         }
     };
-    let config = options.peer_config(cell, address, len, peer_cpu, PeerRole::RpcServer);
+    let mut config = options.peer_config(cell, address, len, peer_cpu, PeerRole::RpcServer);
+    config.count = count;
     let mut peer = options.start_peer(&config)?;
     let setup_deadline = Instant::now() + options.setup_timeout;
     let network = loop {
@@ -305,6 +311,7 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
             fault: config.fault,
             delay: config.delay,
             calls: Counter::new(0),
+            count: config.count,
         });
         RpcSystem::new(Box::new(network), Some(server.client))
             .await
@@ -317,6 +324,18 @@ struct EchoServer {
     fault: Option<Fault>,
     delay: Option<Duration>,
     calls: Counter<u64>,
+    /// The peer's instruction counting: one window on the serving thread from the first
+    /// measured call until the connection ends (the RPC system's own work between calls
+    /// happens outside the method), divided by the round trips afterwards.
+    count: Option<PeerCounting>,
+}
+
+impl Drop for EchoServer {
+    fn drop(&mut self) {
+        if let Some(count) = self.count.filter(|c| self.calls.get() > c.from_message) {
+            ipc_matrix_count_window::close(count.label);
+        }
+    }
 }
 
 impl echo::Server for EchoServer {
@@ -327,6 +346,9 @@ impl echo::Server for EchoServer {
     ) -> impl std::future::Future<Output = Result<(), capnp::Error>> + 'static {
         let index = self.calls.get();
         self.calls.set(index + 1);
+        if let Some(count) = self.count.filter(|c| index == c.from_message) {
+            ipc_matrix_count_window::open(count.label);
+        }
         let echoed = params.get().and_then(|p| p.get_data()).map(|data| {
             if let Some(delay) = self.delay {
                 spin_for(delay);

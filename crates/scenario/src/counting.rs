@@ -1,0 +1,129 @@
+//! Guest instructions per measured round trip, counted under QEMU by the counting plugin
+//! (`crates/qemu-count`) inside windows this crate marks (`crates/count-window`).
+//!
+//! Counting is on when this process runs under the plugin: `scripts/qemu-run` then sets
+//! [`COUNT_FILE_ENV`] (the plugin's output, `%p` standing for the process id) and
+//! `QEMU_CPU` (the emulated CPU model, fixed per architecture so the counts do not depend
+//! on the host). Natively no marker is issued at all, so timings are untouched.
+//!
+//! The measuring thread opens a window around each measured round trip (the request, the
+//! wait, the reply; the reply check stays outside); the peer's serving thread around
+//! each measured reply. Labels carry a number drawn per cell, so records of another
+//! cell, or of an earlier process that had the same process id, are never summed in.
+
+use ipc_matrix_results::InstructionCounts;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+pub use ipc_matrix_count_window::COUNT_FILE_ENV;
+/// The emulated CPU model QEMU runs (QEMU reads it; so does the guest, to record it).
+pub const QEMU_CPU_ENV: &str = "QEMU_CPU";
+
+const MEASURING: u64 = 1;
+const PEER: u64 = 2;
+
+/// The counting of one cell.
+#[derive(Debug, Clone)]
+pub(crate) struct Counting {
+    pattern: String,
+    cell_label: u64,
+}
+
+/// What the peer needs to count its measured replies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeerCounting {
+    /// The label of the peer's windows.
+    pub label: u64,
+    /// Replies before this one are warm-up, and not counted.
+    pub from_message: u64,
+}
+
+impl PeerCounting {
+    /// Opens the window of message `index` when it is a measured one.
+    pub(crate) fn open(this: Option<Self>, index: u64) {
+        if let Some(counting) = this.filter(|c| index >= c.from_message) {
+            ipc_matrix_count_window::open(counting.label);
+        }
+    }
+
+    /// Closes the window of message `index` when it is a measured one.
+    pub(crate) fn close(this: Option<Self>, index: u64) {
+        if let Some(counting) = this.filter(|c| index >= c.from_message) {
+            ipc_matrix_count_window::close(counting.label);
+        }
+    }
+}
+
+impl Counting {
+    /// Counting for a new cell, when this process runs under the counting plugin.
+    pub(crate) fn for_cell() -> Option<Self> {
+        let pattern = std::env::var(COUNT_FILE_ENV).ok()?;
+        if pattern.trim().is_empty() {
+            return None;
+        }
+        // 48 bits from the clock and the process: distinct per cell, with 8 bits left
+        // for the side.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        let mut state = now.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32);
+        let mixed = ipc_matrix_spec::splitmix64(&mut state);
+        Some(Self {
+            pattern,
+            cell_label: (mixed & 0xFFFF_FFFF_FFFF) << 8,
+        })
+    }
+
+    /// The label of the measuring thread's windows.
+    pub(crate) fn measuring_label(&self) -> u64 {
+        self.cell_label | MEASURING
+    }
+
+    /// What the peer is told, when it warms up for `warmup` messages.
+    pub(crate) fn peer(&self, warmup: u64) -> PeerCounting {
+        PeerCounting {
+            label: self.cell_label | PEER,
+            from_message: warmup,
+        }
+    }
+
+    fn file_of(&self, pid: u32) -> PathBuf {
+        PathBuf::from(self.pattern.replace("%p", &pid.to_string()))
+    }
+
+    /// Reads both sides' windows: instructions per measured round trip, over
+    /// `round_trips`. `peer_pid` is the peer's process (its QEMU process, whose pid the
+    /// guest shares); its file is removed once read.
+    pub(crate) fn collect(
+        &self,
+        peer_pid: u32,
+        round_trips: u64,
+        timing_dependent: bool,
+    ) -> InstructionCounts {
+        let own = self.closed_windows(self.file_of(std::process::id()), self.measuring_label());
+        let peer_file = self.file_of(peer_pid);
+        let peer = self.closed_windows(peer_file.clone(), self.cell_label | PEER);
+        let _ = std::fs::remove_file(peer_file);
+        let per_round_trip = |(sum, _): (u128, u64)| sum as f64 / round_trips.max(1) as f64;
+        InstructionCounts {
+            measuring: own.map(per_round_trip),
+            peer: peer.map(per_round_trip),
+            windows: own.map_or(0, |(_, n)| n),
+            cpu_model: std::env::var(QEMU_CPU_ENV).ok(),
+            timing_dependent,
+        }
+    }
+
+    /// The instructions of the closed windows of `label` in `file`, and their number.
+    fn closed_windows(&self, file: PathBuf, label: u64) -> Option<(u128, u64)> {
+        let records = ipc_matrix_count_window::read_records(&file).ok()?;
+        let (sum, n) = records
+            .iter()
+            .filter(|r| r.label == label && r.end == ipc_matrix_count_window::End::Close)
+            .filter_map(|r| r.insns)
+            .fold((0u128, 0u64), |(sum, n), insns| {
+                (sum + u128::from(insns), n + 1)
+            });
+        (n > 0).then_some((sum, n))
+    }
+}
