@@ -8,6 +8,7 @@
 //! -> [`Spec::cells`] (one [`Cell`] per test for a profile).
 
 mod cell;
+mod checks;
 mod error;
 mod events;
 pub mod limits;
