@@ -174,17 +174,17 @@ pub fn codec_results(report: &LegReport) -> Vec<&CellResult> {
     report
         .results
         .iter()
-        .filter(|r| r.cell.kind == ipc_matrix_spec::ScenarioKind::Codec)
+        .filter(|r| matches!(r.cell.work, ipc_matrix_spec::Work::Codec(_)))
         .collect()
 }
 
 /// The fan-out and fan-in cells.
 pub fn fan_results(report: &LegReport) -> Vec<&CellResult> {
-    use ipc_matrix_spec::ScenarioKind::{FanIn, FanOut};
+    use ipc_matrix_spec::Work::{FanIn, FanOut};
     report
         .results
         .iter()
-        .filter(|r| matches!(r.cell.kind, FanOut | FanIn))
+        .filter(|r| matches!(r.cell.work, FanOut(_) | FanIn(_)))
         .collect()
 }
 

@@ -3,7 +3,8 @@
 
 use crate::limits::{MAX_LOG_BYTES, MAX_NAME_BYTES};
 use crate::locate::Segment;
-use crate::model::{Overrides, Scenario, ScenarioKind, TransportKind};
+use crate::model::{Overrides, ScenarioKind, TransportKind};
+use crate::raw::RawScenario;
 use crate::units::{ByteSize, UDP_MAX_PAYLOAD};
 use std::collections::HashSet;
 
@@ -12,7 +13,7 @@ use std::collections::HashSet;
 /// [`MAX_LOG_BYTES`]. `overrides` are a profile's, applied over the scenario's values;
 /// `at` are the paths of the iterations and warm-up that apply.
 pub(crate) fn check_round_trips(
-    scenario: &Scenario,
+    scenario: &RawScenario,
     overrides: &Overrides,
     (iterations_at, warmup_at): (Vec<Segment>, Vec<Segment>),
     out: &mut Vec<(Vec<Segment>, String)>,
@@ -72,14 +73,6 @@ const MIN_STAMPED_PAYLOAD: u64 = 16;
 /// The most threads a side of a `udp-load` cell may start.
 const MAX_THREADS: u32 = 256;
 
-pub(crate) fn example(field: &str) -> &'static str {
-    match field {
-        "clients" => "[1, 4, 16]",
-        "server_threads" => "[1, 4, 16]",
-        _ => "5s",
-    }
-}
-
 pub(crate) fn check_thread_counts(
     counts: &[u32],
     at: Vec<Segment>,
@@ -104,7 +97,7 @@ pub(crate) fn check_thread_counts(
 /// sizes a kind cannot carry.
 pub(crate) fn check_payloads(
     payloads: &[ByteSize],
-    scenario: &Scenario,
+    scenario: &RawScenario,
     at: Vec<Segment>,
     out: &mut Vec<(Vec<Segment>, String)>,
 ) {
