@@ -69,6 +69,7 @@ pub fn leg_report(
     let baseline = baseline.map(|baseline| LoadedBaseline { path, baseline });
     let mut report = LegReport::new(read.results, baseline, policy, now_unix());
     report.other_runs = read.other_runs;
+    report.other_schema = read.other_schema;
     Ok(report)
 }
 

@@ -9,8 +9,8 @@ use ipc_matrix::{default_out_dir, exit_code, run_and_store, RunFolder, Stored};
 use ipc_matrix_results::{Environment, Failure, FailureKind};
 use ipc_matrix_scenario::{run_cell, Fault, FaultKind, RunOptions};
 use ipc_matrix_spec::{
-    Cell, CodecKind, LoadShape, LogSink, ScenarioKind, Spec, TransportKind, WakeMode,
-    CELL_GROUP_FAULT,
+    Calls, Cell, CodecKind, Echoes, Fan, Frames, Load, LoadShape, LogSink, LogWrite, ScenarioKind,
+    Spec, TransportKind, WakeMode, Work, CELL_GROUP_FAULT,
 };
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::{Path, PathBuf};
@@ -123,7 +123,7 @@ fn fault_trials() -> Vec<Trial> {
         for transport in [TransportKind::Tcp, TransportKind::Local] {
             for kind in FaultKind::ALL {
                 let mut cell = fault_cell(transport, None);
-                cell.kind = scenario;
+                cell.work = work_of(scenario, transport);
                 let name = format!(
                     "{CELL_GROUP_FAULT}::{}-{transport}::{}",
                     scenario.as_str(),
@@ -139,8 +139,10 @@ fn fault_trials() -> Vec<Trial> {
     for codec in CodecKind::ALL {
         for kind in [FaultKind::FlipByte, FaultKind::Truncate] {
             let mut cell = fault_cell(TransportKind::Tcp, None);
-            cell.kind = ScenarioKind::Codec;
-            cell.codec = Some(codec);
+            cell.work = Work::Codec(Frames {
+                codec,
+                timeout: timeout_for(TransportKind::Tcp),
+            });
             cell.payload_bytes = 1000;
             let name = format!("{CELL_GROUP_FAULT}::codec-{codec}::{}", kind.as_str());
             cell.id = name.clone();
@@ -150,19 +152,23 @@ fn fault_trials() -> Vec<Trial> {
     // A fan-out subscriber that dies, hangs or garbles its acknowledgement.
     for kind in [FaultKind::Exit, FaultKind::Stall, FaultKind::Truncate] {
         let mut cell = fault_cell(TransportKind::Tcp, None);
-        cell.kind = ScenarioKind::FanOut;
-        cell.codec = Some(CodecKind::Capnp);
-        cell.timeout = Duration::from_millis(300);
+        cell.work = Work::FanOut(Fan {
+            codec: CodecKind::Capnp,
+            frame_deadline: Duration::from_millis(300),
+            max_loss: 0.0,
+        });
         let name = format!("{CELL_GROUP_FAULT}::fan-out::{}", kind.as_str());
         cell.id = name.clone();
         trials.push(Trial::test(name, move || check_fan_out_fault(&cell, kind)));
     }
-    // A fan-in publisher that stops: the cell fails on the frame's own timeout, not
+    // A fan-in publisher that stops: the cell fails on the frame's own deadline, not
     // after the set-up allowance.
     let mut cell = fault_cell(TransportKind::Tcp, None);
-    cell.kind = ScenarioKind::FanIn;
-    cell.codec = Some(CodecKind::Capnp);
-    cell.timeout = Duration::from_millis(300);
+    cell.work = Work::FanIn(Fan {
+        codec: CodecKind::Capnp,
+        frame_deadline: Duration::from_millis(300),
+        max_loss: 0.0,
+    });
     cell.id = format!("{CELL_GROUP_FAULT}::fan-in::stall");
     trials.push(Trial::test(cell.id.clone(), move || {
         let options = RunOptions {
@@ -185,7 +191,7 @@ fn fault_trials() -> Vec<Trial> {
             )
             .into());
         }
-        // The stalled frame's deadline is its timeout; only a first frame may also wait
+        // The stalled frame's deadline is its own; only a first frame may also wait
         // out the set-up allowance (20 s here).
         if result.wall_seconds >= options.setup_timeout.as_secs_f64() {
             return Err(format!(
@@ -205,13 +211,15 @@ fn fault_trials() -> Vec<Trial> {
         FaultKind::Exit,
     ] {
         let mut cell = fault_cell(TransportKind::Udp, None);
-        cell.kind = ScenarioKind::UdpLoad;
-        cell.load = Some(LoadShape {
-            clients: 1,
-            server_threads: 2,
-            duration: Duration::from_millis(800),
+        cell.work = Work::UdpLoad(Load {
+            shape: LoadShape {
+                clients: 1,
+                server_threads: 2,
+                duration: Duration::from_millis(800),
+            },
+            timeout: Duration::from_millis(300),
+            max_loss: 0.0,
         });
-        cell.timeout = Duration::from_millis(300);
         let name = format!("{CELL_GROUP_FAULT}::udp-load::{}", kind.as_str());
         cell.id = name.clone();
         trials.push(Trial::test(name, move || check_load_fault(&cell, kind)));
@@ -221,8 +229,10 @@ fn fault_trials() -> Vec<Trial> {
     for sink in [LogSink::Buffered, LogSink::TracingNonBlocking] {
         for kind in [FaultKind::Truncate, FaultKind::FlipByte] {
             let mut cell = fault_cell(TransportKind::File, None);
-            cell.kind = ScenarioKind::Logging;
-            cell.sink = Some(sink);
+            cell.work = Work::Logging(LogWrite {
+                sink,
+                budget: timeout_for(TransportKind::File),
+            });
             cell.payload_bytes = 64;
             cell.iterations = 50;
             cell.warmup = 0;
@@ -231,13 +241,14 @@ fn fault_trials() -> Vec<Trial> {
             trials.push(Trial::test(name, move || check_logging_fault(&cell, kind)));
         }
     }
-    // A file system too slow for the cell's deadline: the write stops there, named.
+    // A file system too slow for the cell's budget: the write stops there, named.
     let mut cell = fault_cell(TransportKind::File, None);
-    cell.kind = ScenarioKind::Logging;
-    cell.sink = Some(LogSink::WritePerLine);
+    cell.work = Work::Logging(LogWrite {
+        sink: LogSink::WritePerLine,
+        budget: Duration::from_millis(1),
+    });
     cell.payload_bytes = 64;
     cell.iterations = 300_000;
-    cell.timeout = Duration::from_millis(1);
     cell.id = format!("{CELL_GROUP_FAULT}::logging-write-per-line::deadline");
     trials.push(Trial::test(cell.id.clone(), move || {
         let failure = run_cell(&cell, &RunOptions::default())
@@ -247,7 +258,7 @@ fn fault_trials() -> Vec<Trial> {
         if failure.kind != FailureKind::Timeout
             || !failure
                 .reason
-                .contains("took longer than the cell's timeout (1ms)")
+                .contains("took longer than the cell's budget (1ms)")
         {
             return Err(format!(
                 "expected a timeout, got {:?}: {}",
@@ -261,7 +272,7 @@ fn fault_trials() -> Vec<Trial> {
     trials.extend(overflow_trials());
     // A payload no machine here holds: refused before anything is allocated.
     let mut cell = fault_cell(TransportKind::Tcp, None);
-    cell.kind = ScenarioKind::Bulk;
+    cell.work = work_of(ScenarioKind::Bulk, TransportKind::Tcp);
     cell.payload_bytes = 1 << 40;
     cell.id = format!("{CELL_GROUP_FAULT}::memory::bulk-1TiB");
     trials.push(Trial::test(cell.id.clone(), move || {
@@ -299,18 +310,9 @@ fn overflow_trials() -> Vec<Trial> {
         .into_iter()
         .map(|(kind, transport)| {
             let mut cell = fault_cell(transport, None);
-            cell.kind = kind;
+            cell.work = work_of(kind, transport);
             cell.iterations = 1;
             cell.warmup = u64::MAX;
-            if kind.uses_codecs() {
-                cell.codec = Some(CodecKind::Capnp);
-            }
-            cell.load = (kind == ScenarioKind::UdpLoad).then_some(LoadShape {
-                clients: 1,
-                server_threads: 1,
-                duration: Duration::from_millis(200),
-            });
-            cell.sink = (kind == ScenarioKind::Logging).then_some(LogSink::Buffered);
             cell.id = format!("{CELL_GROUP_FAULT}::overflow::{}", kind.as_str());
             Trial::test(cell.id.clone(), move || {
                 let result = run_cell(&cell, &RunOptions::default());
@@ -450,29 +452,67 @@ fn check_codec_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {
     Ok(())
 }
 
+/// An echo cell of the fault tests over `transport`: 2 + 6 round trips of 200 B.
 fn fault_cell(transport: TransportKind, wake: Option<WakeMode>) -> Cell {
     Cell {
         id: String::new(),
         scenario: CELL_GROUP_FAULT.into(),
-        kind: ScenarioKind::Echo,
         transport,
         wake,
         payload_bytes: 200,
         payload_label: "200B".into(),
         iterations: 6,
         warmup: 2,
-        // Short, so stalls end quickly; generous next to a loopback round trip.
-        timeout: Duration::from_millis(if transport == TransportKind::Udp {
-            400
-        } else {
-            1500
-        }),
-        max_loss: 0.0,
         seed: 42,
-        codec: None,
-        load: None,
-        sink: None,
         profile: "fault".into(),
+        work: work_of(ScenarioKind::Echo, transport),
+    }
+}
+
+/// The time limit of the fault tests' cells: short, so stalls end quickly; generous next
+/// to a loopback round trip.
+fn timeout_for(transport: TransportKind) -> Duration {
+    Duration::from_millis(if transport == TransportKind::Udp {
+        400
+    } else {
+        1500
+    })
+}
+
+/// The settings of a fault test's cell of `kind`: capnp frames, one client and one
+/// server thread for 200 ms, a buffered log, no loss allowed.
+fn work_of(kind: ScenarioKind, transport: TransportKind) -> Work {
+    let timeout = timeout_for(transport);
+    let (codec, max_loss) = (CodecKind::Capnp, 0.0);
+    match kind {
+        ScenarioKind::Echo => Work::Echo(Echoes { timeout, max_loss }),
+        ScenarioKind::Bulk => Work::Bulk(Echoes { timeout, max_loss }),
+        ScenarioKind::Codec => Work::Codec(Frames { codec, timeout }),
+        ScenarioKind::FanOut => Work::FanOut(Fan {
+            codec,
+            frame_deadline: timeout,
+            max_loss,
+        }),
+        ScenarioKind::FanIn => Work::FanIn(Fan {
+            codec,
+            frame_deadline: timeout,
+            max_loss,
+        }),
+        ScenarioKind::Rpc => Work::Rpc(Calls { timeout }),
+        ScenarioKind::ReqRep => Work::ReqRep(Calls { timeout }),
+        ScenarioKind::UdpLoad => Work::UdpLoad(Load {
+            shape: LoadShape {
+                clients: 1,
+                server_threads: 1,
+                duration: Duration::from_millis(200),
+            },
+            timeout,
+            max_loss,
+        }),
+        ScenarioKind::Logging => Work::Logging(LogWrite {
+            sink: LogSink::Buffered,
+            budget: timeout,
+        }),
     }
 }
 

@@ -296,6 +296,35 @@ fn a_report_judges_the_last_run_only_and_names_it() {
 }
 
 #[test]
+fn results_of_an_older_schema_are_left_out_and_counted_with_a_word_to_re_run() {
+    let s = Scratch::new("old-schema");
+    store_in_run(&s, 0, "a-run", 1_000);
+    // A result of schema 3 (an older build): its cell has `kind` and `timeout` beside it,
+    // not `work`.
+    let stored = store_in_run(&s, 1, "a-run", 1_000);
+    let mut old: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&stored).unwrap()).unwrap();
+    old["schema_version"] = 3.into();
+    old["cell"]["kind"] = "echo".into();
+    old["cell"]["work"] = serde_json::Value::Null;
+    std::fs::write(&stored, serde_json::to_vec(&old).unwrap()).unwrap();
+    let out = s.run(&["report", "--results", "results", "--baselines", "b"], &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("1 results in ")
+            && text(&out).contains("were written with another result schema (not 4) and were left out; re-run their cells"),
+        "{}",
+        text(&out)
+    );
+    let markdown = std::fs::read_to_string(s.path(&format!("results/{LEG}/quick/report.md")))
+        .expect("report.md");
+    assert!(
+        markdown.contains("1 cells: 1 passed, 0 failed. 1 results of another result schema"),
+        "{markdown}"
+    );
+}
+
+#[test]
 fn a_result_stored_under_another_leg_is_refused_with_its_path() {
     let s = Scratch::new("moved");
     let stored = store_in_run(&s, 0, "a-run", 1_000);

@@ -9,7 +9,7 @@
 //! - `summary`: counts of cells `passed`, `failed`, and per verdict `regressed`,
 //!   `improved`, `unchanged`, `new`; `gating_regressions`; `informational`: why verdicts
 //!   only inform (an emulated leg, a baseline from another CPU), or `null`.
-//! - `cells`: per cell, `result` (the cell result, schema `ipc-matrix-results` v2, with
+//! - `cells`: per cell, `result` (the cell result, schema `ipc-matrix-results` v4, with
 //!   every timed round trip in `samples_ns`) and `verdict` (`verdict`: improved |
 //!   unchanged | regressed | new | failed; `change`: `{ratio, ci_low, ci_high, p_value,
 //!   margin}` or `null`; `gating`; `notes`).
@@ -20,7 +20,8 @@ use ipc_matrix_baseline::{CellVerdict, Verdict};
 use ipc_matrix_results::{CellResult, Environment};
 use serde::Serialize;
 
-pub const REPORT_SCHEMA_VERSION: u32 = 1;
+/// 2: the cell results are of result schema 4 (a cell's kind and its settings in `work`).
+pub const REPORT_SCHEMA_VERSION: u32 = 2;
 
 #[derive(Serialize)]
 pub struct Document<'a> {

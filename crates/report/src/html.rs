@@ -211,7 +211,10 @@ pub fn html(report: &LegReport) -> String {
                 rows.push(row);
             }
         }
-        let mut codecs: Vec<_> = codec_cells.iter().filter_map(|r| r.cell.codec).collect();
+        let mut codecs: Vec<_> = codec_cells
+            .iter()
+            .filter_map(|r| r.cell.work.codec())
+            .collect();
         codecs.sort();
         codecs.dedup();
         let series: Vec<(String, Vec<Option<f64>>)> = codecs
@@ -223,7 +226,7 @@ pub fn html(report: &LegReport) -> String {
                         codec_cells
                             .iter()
                             .find(|r| {
-                                r.cell.codec == Some(*codec)
+                                r.cell.work.codec() == Some(*codec)
                                     && format!(
                                         "{} {}",
                                         r.cell.transport_label(),

@@ -38,6 +38,8 @@ pub struct LegReport {
     pub generated_at_unix: u64,
     /// Result files of other runs found beside this run's, and left out.
     pub other_runs: usize,
+    /// Result files of another result schema found beside this run's, and left out.
+    pub other_schema: usize,
 }
 
 impl LegReport {
@@ -54,6 +56,7 @@ impl LegReport {
             baseline,
             generated_at_unix,
             other_runs: 0,
+            other_schema: 0,
         }
     }
 
@@ -133,16 +136,22 @@ fn write_all_or_none(files: &[(&Path, Vec<u8>)]) -> io::Result<()> {
     Ok(())
 }
 
+/// What is said of result files of another schema, after their number.
+pub const OTHER_SCHEMA_NOTE: &str = "results of another result schema (an older build) in the folder were left out; re-run their cells to judge them.";
+
 /// The two sentences every report opens with: `9 cells: 9 passed, 0 failed.` and
 /// `Against the baseline: 2 regressed, 0 improved, 7 unchanged, 0 new.`
 pub fn headline(report: &LegReport) -> (String, String) {
     let passed = report.results.iter().filter(|r| r.outcome.passed).count();
     let verdict = &report.verdict;
     let run = report.results.first().map_or("", |r| r.run_id.as_str());
-    let others = match report.other_runs {
+    let mut others = match report.other_runs {
         0 => String::new(),
         n => format!(" {n} results of other runs in the folder were not judged."),
     };
+    if report.other_schema > 0 {
+        others.push_str(&format!(" {} {}", report.other_schema, OTHER_SCHEMA_NOTE));
+    }
     (
         format!(
             "Run {run}: {} cells: {passed} passed, {} failed.{others}",
@@ -212,17 +221,17 @@ pub fn codec_results(report: &LegReport) -> Vec<&CellResult> {
     report
         .results
         .iter()
-        .filter(|r| r.cell.kind == ipc_matrix_spec::ScenarioKind::Codec)
+        .filter(|r| matches!(r.cell.work, ipc_matrix_spec::Work::Codec(_)))
         .collect()
 }
 
 /// The fan-out and fan-in cells.
 pub fn fan_results(report: &LegReport) -> Vec<&CellResult> {
-    use ipc_matrix_spec::ScenarioKind::{FanIn, FanOut};
+    use ipc_matrix_spec::Work::{FanIn, FanOut};
     report
         .results
         .iter()
-        .filter(|r| matches!(r.cell.kind, FanOut | FanIn))
+        .filter(|r| matches!(r.cell.work, FanOut(_) | FanIn(_)))
         .collect()
 }
 

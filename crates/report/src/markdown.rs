@@ -93,7 +93,7 @@ pub fn markdown(report: &LegReport) -> String {
             let _ = writeln!(
                 md,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                r.cell.codec.map_or_else(dash, |c| c.to_string()),
+                r.cell.work.codec().map_or_else(dash, |c| c.to_string()),
                 r.cell.transport_label(),
                 r.cell.payload_label,
                 r.latency_ns.map_or_else(dash, |l| nanos(l.p50)),

@@ -5,7 +5,7 @@
 use crate::units::nanos;
 use crate::LegReport;
 use ipc_matrix_results::CellResult;
-use ipc_matrix_spec::ScenarioKind;
+use ipc_matrix_spec::{LoadShape, ScenarioKind, Work};
 
 /// One titled table of formatted text.
 pub struct SeedTable {
@@ -14,19 +14,27 @@ pub struct SeedTable {
     pub rows: Vec<Vec<String>>,
 }
 
+/// The clients and server threads of a `udp-load` cell.
+fn load_shape(result: &CellResult) -> Option<LoadShape> {
+    match result.cell.work {
+        Work::UdpLoad(load) => Some(load.shape),
+        _ => None,
+    }
+}
+
 pub fn seed_tables(report: &LegReport) -> Vec<SeedTable> {
     // In matrix order: scenario, transport, shape, then payload size.
     let of = |kinds: &[ScenarioKind]| -> Vec<&CellResult> {
         let mut results: Vec<&CellResult> = report
             .results
             .iter()
-            .filter(|r| kinds.contains(&r.cell.kind))
+            .filter(|r| kinds.contains(&r.cell.kind()))
             .collect();
         results.sort_by_key(|r| {
             (
                 r.cell.scenario.clone(),
                 r.cell.transport_label(),
-                r.cell.load.map(|l| (l.clients, l.server_threads)),
+                load_shape(r).map(|l| (l.clients, l.server_threads)),
                 r.cell.payload_bytes,
             )
         });
@@ -74,7 +82,7 @@ pub fn seed_tables(report: &LegReport) -> Vec<SeedTable> {
 
     let loads: Vec<_> = of(&[ScenarioKind::UdpLoad])
         .into_iter()
-        .filter_map(|r| Some((r, r.cell.load?, r.load)))
+        .filter_map(|r| Some((r, load_shape(r)?, r.load)))
         .collect();
     if !loads.is_empty() {
         tables.push(SeedTable {

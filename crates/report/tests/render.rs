@@ -180,7 +180,7 @@ fn serialization_and_stability_sections() {
 const SEED_SCENARIOS: &str = "
   - { name: req-rep, kind: req-rep, transports: [tcp], payloads: [8192B, 1B], iterations: 100, warmup: 0, timeout: 1s }
   - { name: udp-load, kind: udp-load, transports: [udp], clients: [4], server_threads: [1], duration: 1s, payloads: [65507B], iterations: 100, warmup: 0, timeout: 2s, max_loss: 0.5 }
-  - { name: logging, kind: logging, transports: [file], sinks: [tracing-non-blocking], payloads: [64B], iterations: 300, warmup: 0, timeout: 1s }
+  - { name: logging, kind: logging, transports: [file], sinks: [tracing-non-blocking], payloads: [64B], iterations: 300, warmup: 0, budget: 1s }
 ";
 
 #[test]
@@ -190,7 +190,7 @@ fn request_reply_load_and_logging_sections() {
         .iter()
         .map(|cell| {
             let mut result = fixture::passed(cell, &env, samples(100_000, 100, 3));
-            match cell.kind {
+            match cell.kind() {
                 ipc_matrix_spec::ScenarioKind::UdpLoad => {
                     result.load = Some(ipc_matrix_results::LoadStats {
                         sent: 1000,

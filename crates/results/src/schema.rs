@@ -6,8 +6,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::Environment;
 
-/// 3: every result names the run it belongs to (`run_id`).
-pub const RESULT_SCHEMA_VERSION: u32 = 3;
+/// 4: the cell carries its kind's settings in `work` (`{"kind": "echo", "timeout": ...}`,
+/// `{"kind": "fan-out", "codec": ..., "frame_deadline": ...}`, `{"kind": "logging",
+/// "sink": ..., "budget": ...}`), instead of `kind` beside optional `codec`, `load` and
+/// `sink` and a `timeout` and `max_loss` every kind had. Results of version 3 (every
+/// result names its run, `run_id`) and before are left out of reports: re-run their
+/// cells.
+pub const RESULT_SCHEMA_VERSION: u32 = 4;
 /// Results keep at most this many raw round-trip times (the first ones).
 pub const MAX_SAMPLES_KEPT: usize = 100_000;
 

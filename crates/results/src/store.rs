@@ -76,12 +76,16 @@ pub struct RunResults {
     pub run_id: String,
     /// Its results, sorted by cell id.
     pub results: Vec<CellResult>,
-    /// Result files in the folder from other runs (or older schema versions), left out.
+    /// Result files in the folder from other runs, left out.
     pub other_runs: usize,
+    /// Result files of another result schema ([`RESULT_SCHEMA_VERSION`]), left out: an
+    /// older build wrote them, and their cells must be run again to be judged.
+    pub other_schema: usize,
 }
 
 /// Reads the results of one run from a run folder ([`run_dir`]): the run `wanted`, or
-/// the one whose result finished last. Results of other runs are counted, never mixed in.
+/// the one whose result finished last. Results of other runs, and of another result
+/// schema, are counted, never mixed in.
 /// A result whose leg or profile contradicts its folder, or two results of one cell in
 /// one run, are errors that name the files.
 pub fn read_run(run_dir: &Path, wanted: Option<&str>) -> io::Result<RunResults> {
@@ -154,7 +158,8 @@ pub fn read_run(run_dir: &Path, wanted: Option<&str>) -> io::Result<RunResults> 
     }
     Ok(RunResults {
         run_id,
-        other_runs: other_versions + total - current.len(),
+        other_runs: total - current.len(),
+        other_schema: other_versions,
         results: current.into_iter().map(|(_, r)| r).collect(),
     })
 }

@@ -37,7 +37,10 @@ impl RunOptions {
     }
 
     /// The peer's configuration for `cell`: what every kind shares (its parent, its idle
-    /// deadline, the fault and the delay asked for); the kind gives the rest.
+    /// deadline, the fault and the delay asked for, the codec of the cell's frames); the
+    /// kind gives the rest. `exchange` is the longest the measuring side waits for one
+    /// exchange with the peer (a round trip's timeout, a frame's deadline): the peer
+    /// gives up after set-up and twice that without a message.
     pub(crate) fn peer_config(
         &self,
         cell: &Cell,
@@ -45,16 +48,17 @@ impl RunOptions {
         limit: usize,
         cpu: Option<usize>,
         role: PeerRole,
+        exchange: Duration,
     ) -> PeerConfig {
         PeerConfig {
             address,
             parent: std::process::id(),
             limit,
-            idle_timeout: self.setup_timeout + cell.timeout * 2,
+            idle_timeout: self.setup_timeout + exchange * 2,
             fault: self.fault,
             delay: self.peer_delay_for(cell),
             cpu,
-            codec: cell.codec,
+            codec: cell.work.codec(),
             role,
             count: None,
         }

@@ -12,12 +12,31 @@ use crate::payload::Payload;
 use crate::spawn::PeerProcess;
 use crate::verify::compare;
 use ipc_matrix_results::{CodecStages, Failure, FailureKind};
-use ipc_matrix_spec::Cell;
-use std::time::Instant;
+use ipc_matrix_spec::{Cell, CodecKind};
+use std::time::{Duration, Instant};
 
 /// Consecutive lost replies (lossy transports only) after which the peer counts as
 /// unresponsive.
 const LOST_IN_A_ROW_LIMIT: u64 = 3;
+
+/// The limits of a cell's round trips, from its kind's settings.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// The deadline of one round trip.
+    pub(crate) timeout: Duration,
+    /// The share of replies that may be lost (only a lossy transport loses any).
+    pub(crate) max_loss: f64,
+}
+
+impl Limits {
+    /// A kind whose transports lose nothing: a lost reply is a failure.
+    pub(crate) fn lossless(timeout: Duration) -> Self {
+        Self {
+            timeout,
+            max_loss: 0.0,
+        }
+    }
+}
 
 /// What became of one request.
 pub(crate) enum Answer {
@@ -64,12 +83,14 @@ pub(crate) enum Requests {
 }
 
 impl Requests {
-    /// The requests of `cell`: frames when it names a codec, payload bytes otherwise.
-    pub(crate) fn of(cell: &Cell, len: usize) -> Self {
-        match cell.codec {
-            Some(codec) => Requests::Frames(Box::new(CodecWork::new(codec, cell.seed, len))),
-            None => Requests::Payload(Payload::new(cell.seed, len)),
-        }
+    /// Stamped payload bytes of `len` from `seed`.
+    pub(crate) fn payload(seed: u64, len: usize) -> Self {
+        Requests::Payload(Payload::new(seed, len))
+    }
+
+    /// Sensor frames in `codec`'s format, whose blob is `len` bytes from `seed`.
+    pub(crate) fn frames(codec: CodecKind, seed: u64, len: usize) -> Self {
+        Requests::Frames(Box::new(CodecWork::new(codec, seed, len)))
     }
 }
 
@@ -77,6 +98,7 @@ impl Requests {
 /// reply, says goodbye, and counts into `tally`.
 pub(crate) fn measure(
     cell: &Cell,
+    limits: Limits,
     endpoint: &mut dyn Endpoint,
     mut requests: Requests,
     tally: &mut Tally,
@@ -89,7 +111,7 @@ pub(crate) fn measure(
     })?;
     let failed = |endpoint: &mut dyn Endpoint, index: u64, (kind, what): Broken| {
         let what = match kind {
-            FailureKind::Timeout => format!("{what} (timeout {:?})", cell.timeout),
+            FailureKind::Timeout => format!("{what} (timeout {:?})", limits.timeout),
             _ => what,
         };
         round_trip_failure(endpoint.peer(), (index, total, cell.warmup), kind, what)
@@ -115,7 +137,7 @@ pub(crate) fn measure(
             Requests::Payload(payload) => payload.bytes(),
             Requests::Frames(work) => work.encode(measured),
         };
-        let deadline = Instant::now() + cell.timeout;
+        let deadline = Instant::now() + limits.timeout;
         endpoint
             .send(request, deadline)
             .map_err(|broken| failed(endpoint, index, broken))?;
@@ -157,7 +179,7 @@ pub(crate) fn measure(
             if lost_in_a_row >= LOST_IN_A_ROW_LIMIT {
                 let what = format!(
                     "{lost_in_a_row} replies in a row were not received within {:?}; the peer is unresponsive",
-                    cell.timeout
+                    limits.timeout
                 );
                 return Err(failed(endpoint, index, (FailureKind::Timeout, what)));
             }
@@ -197,14 +219,14 @@ pub(crate) fn measure(
             decode_ns: work.decode_times.stats(),
         });
     }
-    let allowed = (cell.max_loss * total as f64).floor() as u64;
+    let allowed = (limits.max_loss * total as f64).floor() as u64;
     if tally.lost > allowed {
         return Err(Failure {
             kind: FailureKind::Timeout,
             round_trip: None,
             reason: format!(
                 "{} of {total} replies were lost; at most {allowed} may be (max_loss {})",
-                tally.lost, cell.max_loss
+                tally.lost, limits.max_loss
             ),
         });
     }

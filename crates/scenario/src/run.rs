@@ -9,12 +9,13 @@ use crate::kinds::{echo, fan, logging, req_rep, rpc, udp_load};
 use crate::placement::{self, PinnedThread};
 use crate::pressure::PressureMeter;
 use crate::probe::core_to_core_ns;
+use crate::round_trip::Limits;
 use ipc_matrix_results::{
     CellResult, Environment, Failure, FailureKind, Outcome, Placement, Throughput,
     RESULT_SCHEMA_VERSION,
 };
 use ipc_matrix_spec::{
-    available_memory, check_memory, Cell, ScenarioKind, TransportKind, WakeMode,
+    available_memory, check_memory, Cell, ScenarioKind, TransportKind, WakeMode, Work,
 };
 use std::time::{Instant, SystemTime};
 
@@ -23,8 +24,8 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     let started = Instant::now();
     let environment = Environment::capture();
     // A load cell runs many threads on each side: it uses the machine as it is.
-    let mut placement = match cell.kind {
-        ScenarioKind::UdpLoad => Placement::default(),
+    let mut placement = match cell.work {
+        Work::UdpLoad(_) => Placement::default(),
         _ => placement::choose(),
     };
     let pinned = PinnedThread::pin(placement.measurer_cpu);
@@ -34,7 +35,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     let probe = || pinned.is_ok().then(|| core_to_core_ns(placement)).flatten();
     let probe_before = probe();
     let mut tally = Tally {
-        counting: match cell.kind {
+        counting: match cell.kind() {
             ScenarioKind::Echo
             | ScenarioKind::Bulk
             | ScenarioKind::Codec
@@ -54,17 +55,40 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         .map_or(Ok(()), |available| check_memory(cell, available))
         .map_err(setup_failure);
     let failure = memory
-        .and_then(|()| match cell.kind {
-            ScenarioKind::Echo | ScenarioKind::Bulk | ScenarioKind::Codec => {
-                echo::echo(cell, options, placement.peer_cpu, &mut tally)
+        .and_then(|()| match &cell.work {
+            Work::Echo(echoes) | Work::Bulk(echoes) => {
+                let limits = Limits {
+                    timeout: echoes.timeout,
+                    max_loss: echoes.max_loss,
+                };
+                echo::echo(
+                    cell,
+                    (None, limits),
+                    options,
+                    placement.peer_cpu,
+                    &mut tally,
+                )
             }
-            ScenarioKind::FanOut => fan::fan_out(cell, options, &mut tally),
-            ScenarioKind::FanIn => fan::fan_in(cell, options, &mut tally),
-            ScenarioKind::UdpLoad => udp_load::udp_load(cell, options, &mut tally),
-            ScenarioKind::Rpc => rpc::rpc(cell, options, placement.peer_cpu, &mut tally),
-            ScenarioKind::ReqRep => req_rep::req_rep(cell, options, placement.peer_cpu, &mut tally),
-            ScenarioKind::Logging => {
-                logging::logging(cell, &placement.cpus(), options.fault, &mut tally)
+            Work::Codec(frames) => {
+                let limits = Limits::lossless(frames.timeout);
+                let codec = Some(frames.codec);
+                echo::echo(
+                    cell,
+                    (codec, limits),
+                    options,
+                    placement.peer_cpu,
+                    &mut tally,
+                )
+            }
+            Work::FanOut(fan) => fan::fan_out(cell, fan, options, &mut tally),
+            Work::FanIn(fan) => fan::fan_in(cell, fan, options, &mut tally),
+            Work::UdpLoad(load) => udp_load::udp_load(cell, load, options, &mut tally),
+            Work::Rpc(calls) => rpc::rpc(cell, calls, options, placement.peer_cpu, &mut tally),
+            Work::ReqRep(calls) => {
+                req_rep::req_rep(cell, calls, options, placement.peer_cpu, &mut tally)
+            }
+            Work::Logging(write) => {
+                logging::logging(cell, write, &placement.cpus(), options.fault, &mut tally)
             }
         })
         .and_then(|()| measured_all(cell, &tally))
@@ -137,17 +161,17 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
 /// A cell that measured fewer round trips (frames) than it declared never passes, whatever
 /// its kind reported: lost ones count as accounted for, nothing else does.
 fn measured_all(cell: &Cell, tally: &Tally) -> Result<(), Failure> {
-    let declared = match cell.kind {
-        ScenarioKind::Echo
-        | ScenarioKind::Bulk
-        | ScenarioKind::Codec
-        | ScenarioKind::Rpc
-        | ScenarioKind::ReqRep
-        | ScenarioKind::FanOut
-        | ScenarioKind::FanIn => cell.iterations,
+    let declared = match cell.work {
+        Work::Echo(_)
+        | Work::Bulk(_)
+        | Work::Codec(_)
+        | Work::Rpc(_)
+        | Work::ReqRep(_)
+        | Work::FanOut(_)
+        | Work::FanIn(_) => cell.iterations,
         // A load cell runs for its duration (`iterations` only caps it); a logging cell
         // reads its whole file back and compares it, line by line.
-        ScenarioKind::UdpLoad | ScenarioKind::Logging => return Ok(()),
+        Work::UdpLoad(_) | Work::Logging(_) => return Ok(()),
     };
     let accounted = tally.recorder.count().saturating_add(tally.lost);
     if accounted >= declared {

@@ -7,7 +7,7 @@
 //! apt is available.
 
 use ipc_matrix_scenario::{run_cell, RunOptions, PEER_RUNNER_ENV};
-use ipc_matrix_spec::{Cell, ScenarioKind, TransportKind};
+use ipc_matrix_spec::{Calls, Cell, TransportKind, Work};
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -49,20 +49,17 @@ fn echo_through_pyzmq(transport: TransportKind, size: u64) -> Result<(), Failed>
     let cell = Cell {
         id: format!("interop::pyzmq-rep::{transport}::{size}B"),
         scenario: "interop".into(),
-        kind: ScenarioKind::ReqRep,
         transport,
         wake: None,
         payload_bytes: size,
         payload_label: format!("{size}B"),
         iterations: 200,
         warmup: 10,
-        timeout: Duration::from_secs(5),
-        max_loss: 0.0,
         seed: 7,
         profile: "interop".into(),
-        codec: None,
-        load: None,
-        sink: None,
+        work: Work::ReqRep(Calls {
+            timeout: Duration::from_secs(5),
+        }),
     };
     let options = RunOptions {
         peer_program: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/zmq_rep_peer.py"),

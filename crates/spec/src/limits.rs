@@ -3,7 +3,7 @@
 //! its file:line:column and path, before anything is allocated for it (README: "Limits
 //! of matrix.yaml").
 
-use crate::cell::Cell;
+use crate::cell::{Cell, Work};
 use crate::model::ScenarioKind;
 
 /// The largest matrix file read, in bytes (1 MiB; the repository's is about 10 KiB).
@@ -137,18 +137,19 @@ impl Cell {
     /// bits. Compare it with the memory available before starting the cell
     /// ([`check_memory`]).
     pub fn memory_need(&self) -> Option<u64> {
-        let kind = self.kind;
+        let kind = self.kind();
         let overhead = PROCESS_OVERHEAD.checked_mul(kind.processes())?;
         let message = self.payload_bytes.checked_add(SLACK)?;
-        let messages = match kind {
-            ScenarioKind::Logging => self
+        let messages = match self.work {
+            Work::Logging(_) => self
                 .payload_bytes
                 .checked_mul(self.round_trips()?)?
                 .checked_mul(kind.payload_copies())?,
-            ScenarioKind::UdpLoad => {
-                let (clients, servers) = self.load.map_or((1, 1), |l| {
-                    (u64::from(l.clients), u64::from(l.server_threads))
-                });
+            Work::UdpLoad(load) => {
+                let (clients, servers) = (
+                    u64::from(load.shape.clients),
+                    u64::from(load.shape.server_threads),
+                );
                 let per_client = message
                     .checked_mul(kind.payload_copies())?
                     .checked_add(LOAD_SAMPLE.checked_mul(self.round_trips()?)?)?;
@@ -268,7 +269,10 @@ mod need {
         assert!(check_memory(&cell, u64::MAX)
             .unwrap_err()
             .contains("more memory than 64 bits count"));
-        cell.kind = ScenarioKind::Logging;
+        cell.work = Work::Logging(crate::LogWrite {
+            sink: crate::LogSink::Buffered,
+            budget: std::time::Duration::from_secs(1),
+        });
         cell.payload_bytes = 64;
         cell.iterations = u64::MAX;
         assert_eq!(cell.memory_need(), None);

@@ -4,25 +4,21 @@ use crate::units::{ByteSize, Count, DurationSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::time::Duration;
 
 /// The one schema version this build reads.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// A whole matrix.yaml, as written (before profile overrides are applied).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A whole matrix.yaml, read and checked (profile overrides are applied by
+/// [`Spec::cells`]).
+#[derive(Debug, Clone)]
 pub struct Spec {
     pub version: u32,
     /// Seed of the deterministic payload bytes; the same seed gives the same bytes on every CPU.
-    #[serde(default = "default_seed")]
     pub seed: u64,
     pub targets: Vec<Target>,
     pub profiles: BTreeMap<String, Profile>,
     pub scenarios: Vec<Scenario>,
-}
-
-fn default_seed() -> u64 {
-    0x1bc_3a7e_2026
 }
 
 /// One leg of the matrix: a CPU target and how its binaries run here.
@@ -100,7 +96,8 @@ impl Default for RegressionPolicy {
     }
 }
 
-/// The scenario fields a profile may change.
+/// The scenario fields a profile may change. Each applies only to the kinds that take
+/// the field (`budget` to logging scenarios, `clients` to udp-load ones, ...).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Overrides {
@@ -108,6 +105,8 @@ pub struct Overrides {
     pub iterations: Option<Count>,
     pub warmup: Option<u64>,
     pub timeout: Option<DurationSpec>,
+    pub frame_deadline: Option<DurationSpec>,
+    pub budget: Option<DurationSpec>,
     pub clients: Option<Vec<u32>>,
     pub server_threads: Option<Vec<u32>>,
     pub duration: Option<DurationSpec>,
@@ -157,12 +156,23 @@ impl ScenarioKind {
         }
     }
 
-    /// Kinds that carry sensor frames through a codec.
-    pub fn uses_codecs(self) -> bool {
-        matches!(
-            self,
-            ScenarioKind::Codec | ScenarioKind::FanOut | ScenarioKind::FanIn
-        )
+    /// The keys of a scenario of this kind beyond those every kind has (`name`, `kind`,
+    /// `transports`, `wake`, `payloads`, `iterations`, `warmup`).
+    pub fn keys(self) -> &'static [&'static str] {
+        match self {
+            ScenarioKind::Echo | ScenarioKind::Bulk => &["timeout", "max_loss"],
+            ScenarioKind::Codec => &["codecs", "timeout"],
+            ScenarioKind::FanOut | ScenarioKind::FanIn => &["codecs", "frame_deadline", "max_loss"],
+            ScenarioKind::Rpc | ScenarioKind::ReqRep => &["timeout"],
+            ScenarioKind::UdpLoad => &[
+                "clients",
+                "server_threads",
+                "duration",
+                "timeout",
+                "max_loss",
+            ],
+            ScenarioKind::Logging => &["sinks", "budget"],
+        }
     }
 
     pub fn as_str(self) -> &'static str {
@@ -253,42 +263,83 @@ impl WakeMode {
 }
 
 /// One family of cells: a kind of measurement over some transports and payload sizes.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
     pub name: String,
-    pub kind: ScenarioKind,
     pub transports: Vec<TransportKind>,
-    /// Wake modes for `shm`; both when omitted. Refused when shm is not among the transports.
-    #[serde(default)]
+    /// Wake modes for `shm`; both when empty. Only given when shm is among the transports.
     pub wake: Vec<WakeMode>,
     pub payloads: Vec<ByteSize>,
     pub iterations: Count,
     /// Round trips done before measuring; not counted.
-    #[serde(default)]
     pub warmup: u64,
-    /// Deadline of one round trip; a reply later than this fails the cell (UDP: is lost).
-    pub timeout: DurationSpec,
-    /// UDP only: the share of datagrams that may be lost before the cell fails (0.0 ..= 1.0).
-    #[serde(default)]
-    pub max_loss: f64,
-    /// `codec` scenarios only: the serialization formats, one cell per codec and transport.
-    #[serde(default)]
-    pub codecs: Vec<CodecKind>,
-    /// `udp-load` only: numbers of client threads, one cell per number (and per entry of
-    /// `server_threads`).
-    #[serde(default)]
-    pub clients: Vec<u32>,
-    /// `udp-load` only: numbers of the peer's receiving threads.
-    #[serde(default)]
-    pub server_threads: Vec<u32>,
-    /// `udp-load` only: how long the clients keep sending (each stops early after
-    /// `iterations` requests).
-    #[serde(default)]
-    pub duration: Option<DurationSpec>,
-    /// `logging` only: the ways of writing the lines, one cell each.
-    #[serde(default)]
-    pub sinks: Vec<LogSink>,
+    /// What its cells measure, and the fields of that kind alone.
+    pub work: ScenarioWork,
+}
+
+/// The kind of a scenario with the fields that kind takes, and no others. matrix.yaml
+/// names the kind with `kind:`; a key the kind does not take is refused where it is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScenarioWork {
+    /// `timeout`: the deadline of one round trip. `max_loss`: over udp, the share of
+    /// replies that may be lost (0 when not given).
+    Echo { timeout: Duration, max_loss: f64 },
+    /// As `Echo`, for large messages.
+    Bulk { timeout: Duration, max_loss: f64 },
+    /// One cell per codec; `timeout`: the deadline of one round trip.
+    Codec {
+        codecs: Vec<CodecKind>,
+        timeout: Duration,
+    },
+    /// One cell per codec. `frame_deadline`: how late a frame may be acknowledged before
+    /// it counts as dropped; `max_loss`: the share of frames that may be dropped.
+    FanOut {
+        codecs: Vec<CodecKind>,
+        frame_deadline: Duration,
+        max_loss: f64,
+    },
+    /// One cell per codec. `frame_deadline`: how late a frame may arrive before it
+    /// counts as dropped; `max_loss`: the share of frames that may be dropped.
+    FanIn {
+        codecs: Vec<CodecKind>,
+        frame_deadline: Duration,
+        max_loss: f64,
+    },
+    /// `timeout`: the deadline of one call.
+    Rpc { timeout: Duration },
+    /// `timeout`: the deadline of one request and its reply.
+    ReqRep { timeout: Duration },
+    /// One cell per number of clients and of server threads. Clients send for
+    /// `duration`; `timeout`: the deadline of one request; `max_loss`: the share of
+    /// requests that may go unanswered.
+    UdpLoad {
+        clients: Vec<u32>,
+        server_threads: Vec<u32>,
+        duration: Duration,
+        timeout: Duration,
+        max_loss: f64,
+    },
+    /// One cell per sink; `budget`: the time the whole write may take.
+    Logging {
+        sinks: Vec<LogSink>,
+        budget: Duration,
+    },
+}
+
+impl ScenarioWork {
+    pub fn kind(&self) -> ScenarioKind {
+        match self {
+            ScenarioWork::Echo { .. } => ScenarioKind::Echo,
+            ScenarioWork::Bulk { .. } => ScenarioKind::Bulk,
+            ScenarioWork::Codec { .. } => ScenarioKind::Codec,
+            ScenarioWork::FanOut { .. } => ScenarioKind::FanOut,
+            ScenarioWork::FanIn { .. } => ScenarioKind::FanIn,
+            ScenarioWork::Rpc { .. } => ScenarioKind::Rpc,
+            ScenarioWork::ReqRep { .. } => ScenarioKind::ReqRep,
+            ScenarioWork::UdpLoad { .. } => ScenarioKind::UdpLoad,
+            ScenarioWork::Logging { .. } => ScenarioKind::Logging,
+        }
+    }
 }
 
 /// A way of writing log lines to a file (`logging` cells).

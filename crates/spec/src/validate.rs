@@ -1,15 +1,24 @@
 //! Loading: parse (leaf values checked as they are read), then the rules that span fields.
 //! Every error is located at its node, and all of them are reported at once.
 
+use crate::checks::{check_payloads, check_round_trips, is_identifier};
 use crate::error::{SpecError, SpecErrors};
-use crate::limits::{MAX_CELLS, MAX_CELL_ID_BYTES, MAX_FILE_BYTES, MAX_LOG_BYTES, MAX_NAME_BYTES};
+use crate::kinds;
+use crate::limits::{MAX_CELLS, MAX_CELL_ID_BYTES, MAX_FILE_BYTES, MAX_NAME_BYTES};
 use crate::locate::{check_depth, render, Locations, Segment};
-use crate::model::{Overrides, Scenario, ScenarioKind, Spec, TransportKind, SCHEMA_VERSION};
-use crate::units::{ByteSize, UDP_MAX_PAYLOAD};
+use crate::model::{Overrides, Scenario, Spec, TransportKind, SCHEMA_VERSION};
+use crate::raw::{RawScenario, RawSpec};
 use crate::CELL_GROUP_FAULT;
 use std::collections::HashSet;
 use std::io::Read;
 use std::path::Path;
+
+/// Problems found: the path of each, and what is wrong there.
+type Problems = Vec<(Vec<Segment>, String)>;
+
+fn key(k: &str) -> Segment {
+    Segment::Key(k.to_string())
+}
 
 impl Spec {
     /// Reads, parses and validates a matrix file.
@@ -53,7 +62,7 @@ impl Spec {
             return Err(whole(None, too_large()));
         }
         check_depth(text).map_err(|(at, message)| whole(Some(at), message))?;
-        let spec: Spec = serde_yaml::from_str(text).map_err(|e| {
+        let raw: RawSpec = serde_yaml::from_str(text).map_err(|e| {
             // The library renders "<path>: <message> at line L column C"; the position is
             // moved to the front, where editors and terminals look for it.
             let rendered = e.to_string();
@@ -68,29 +77,42 @@ impl Spec {
                 message,
             }])
         })?;
-        let problems = spec.problems();
-        if problems.is_empty() {
-            return Ok(spec);
+        let (spec, mut problems) = raw.check();
+        if let (Some(spec), true) = (&spec, problems.is_empty()) {
+            spec.check_cells(&mut problems);
         }
-        // Every problem's place, from one more pass over the text.
-        let locations = Locations::find(text, problems.iter().map(|(path, _)| path.as_slice()));
+        match spec {
+            Some(spec) if problems.is_empty() => return Ok(spec),
+            _ => {}
+        }
+        // Every problem's place, from one more pass over the text. A key that is missing
+        // is placed at the nearest node above it that is there.
+        let wanted: HashSet<&[Segment]> = problems
+            .iter()
+            .flat_map(|(path, _)| (1..=path.len()).map(|n| &path[..n]))
+            .collect();
+        let locations = Locations::find(text, wanted);
         Err(SpecErrors(
             problems
                 .into_iter()
                 .map(|(path, message)| SpecError {
                     file: file.to_path_buf(),
-                    location: locations.get(&path),
+                    location: (1..=path.len())
+                        .rev()
+                        .find_map(|n| locations.get(&path[..n])),
                     path: render(&path),
                     message,
                 })
                 .collect(),
         ))
     }
+}
 
-    fn problems(&self) -> Vec<(Vec<Segment>, String)> {
+impl RawSpec {
+    /// The spec with every scenario in its kind's variant, when nothing is wrong; and
+    /// every problem found, in document order.
+    fn check(self) -> (Option<Spec>, Problems) {
         let mut out = Vec::new();
-        let key = |k: &str| Segment::Key(k.to_string());
-
         if self.version != SCHEMA_VERSION {
             out.push((
                 vec![key("version")],
@@ -100,7 +122,43 @@ impl Spec {
                 ),
             ));
         }
+        self.check_targets(&mut out);
+        self.check_profiles(&mut out);
+        if self.scenarios.is_empty() {
+            out.push((
+                vec![key("scenarios")],
+                "declare at least one scenario".into(),
+            ));
+        }
+        let mut seen = HashSet::new();
+        let scenarios: Vec<Option<Scenario>> = self
+            .scenarios
+            .iter()
+            .enumerate()
+            .map(|(i, scenario)| {
+                if !seen.insert(scenario.name.as_str()) {
+                    out.push((
+                        vec![key("scenarios"), Segment::Index(i), key("name")],
+                        format!("scenario name `{}` is used twice", scenario.name),
+                    ));
+                }
+                check_scenario(scenario, i, &mut out)
+            })
+            .collect();
+        let spec = scenarios
+            .into_iter()
+            .collect::<Option<Vec<Scenario>>>()
+            .map(|scenarios| Spec {
+                version: self.version,
+                seed: self.seed,
+                targets: self.targets,
+                profiles: self.profiles,
+                scenarios,
+            });
+        (spec, out)
+    }
 
+    fn check_targets(&self, out: &mut Problems) {
         if self.targets.is_empty() {
             out.push((
                 vec![key("targets")],
@@ -136,7 +194,9 @@ impl Spec {
                 ));
             }
         }
+    }
 
+    fn check_profiles(&self, out: &mut Problems) {
         let names = some_names(self.scenarios.iter().map(|s| s.name.as_str()));
         if self.profiles.is_empty() {
             out.push((
@@ -174,256 +234,133 @@ impl Spec {
                     key("scenarios"),
                     key(scenario),
                 ];
-                let Some(target) = self.scenarios.iter().find(|s| &s.name == scenario) else {
-                    out.push((
+                match self.scenarios.iter().position(|s| &s.name == scenario) {
+                    Some(i) => self.check_overrides(i, overrides, at, out),
+                    None => out.push((
                         at,
                         format!("no scenario is named `{scenario}`; the scenarios are: {names}"),
-                    ));
-                    continue;
-                };
-                let field = |name: &str| {
-                    let mut path = at.clone();
-                    path.push(key(name));
-                    path
-                };
-                if let Some(why) = overrides.iterations.and_then(|c| c.invalid()) {
-                    out.push((field("iterations"), why.into()));
-                }
-                let scenario_at = |name: &str| {
-                    let i = self.scenarios.iter().position(|s| s.name == target.name);
-                    vec![key("scenarios"), Segment::Index(i.unwrap_or(0)), key(name)]
-                };
-                let iterations_at = match overrides.iterations {
-                    Some(_) => field("iterations"),
-                    None => scenario_at("iterations"),
-                };
-                let warmup_at = match overrides.warmup {
-                    Some(_) => field("warmup"),
-                    None => scenario_at("warmup"),
-                };
-                check_round_trips(target, overrides, (iterations_at, warmup_at), &mut out);
-                if let Some(why) = overrides.timeout.as_ref().and_then(|t| t.invalid()) {
-                    out.push((field("timeout"), why.into()));
-                }
-                if let Some(payloads) = &overrides.payloads {
-                    let mut payload_path = at.clone();
-                    payload_path.push(key("payloads"));
-                    check_payloads(payloads, target, payload_path, &mut out);
-                }
-                let is_load = target.kind == ScenarioKind::UdpLoad;
-                for (name, counts) in [
-                    ("clients", &overrides.clients),
-                    ("server_threads", &overrides.server_threads),
-                ] {
-                    match counts {
-                        Some(_) if !is_load => out.push((
-                            field(name),
-                            format!("`{name}` applies only to udp-load scenarios"),
-                        )),
-                        Some(counts) => check_thread_counts(counts, field(name), &mut out),
-                        None => {}
-                    }
-                }
-                match &overrides.duration {
-                    Some(_) if !is_load => out.push((
-                        field("duration"),
-                        "`duration` applies only to udp-load scenarios".into(),
                     )),
-                    Some(d) => {
-                        if let Some(why) = d.invalid() {
-                            out.push((field("duration"), why.into()));
-                        }
-                    }
-                    None => {}
                 }
             }
         }
-
-        if self.scenarios.is_empty() {
-            out.push((
-                vec![key("scenarios")],
-                "declare at least one scenario".into(),
-            ));
-        }
-        let mut seen = HashSet::new();
-        for (i, scenario) in self.scenarios.iter().enumerate() {
-            let at = |field: &str| vec![key("scenarios"), Segment::Index(i), key(field)];
-            if !is_identifier(&scenario.name) || scenario.name == CELL_GROUP_FAULT {
-                out.push((
-                    at("name"),
-                    format!(
-                        "scenario name `{}` may use only a-z, 0-9 and `-`, at most {MAX_NAME_BYTES} bytes, and `{CELL_GROUP_FAULT}` is reserved",
-                        scenario.name
-                    ),
-                ));
-            }
-            if !seen.insert(scenario.name.as_str()) {
-                out.push((
-                    at("name"),
-                    format!("scenario name `{}` is used twice", scenario.name),
-                ));
-            }
-            if scenario.transports.is_empty() {
-                out.push((
-                    at("transports"),
-                    format!(
-                        "list at least one of: {}",
-                        scenario
-                            .kind
-                            .transports()
-                            .iter()
-                            .map(|t| t.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ));
-            }
-            let mut transports = HashSet::new();
-            for (j, transport) in scenario.transports.iter().enumerate() {
-                if !transports.insert(*transport) {
-                    let mut path = at("transports");
-                    path.push(Segment::Index(j));
-                    out.push((path, format!("`{transport}` is listed twice")));
-                }
-            }
-            if !scenario.wake.is_empty() && !transports.contains(&TransportKind::Shm) {
-                out.push((
-                    at("wake"),
-                    "wake modes apply only to the shm transport; remove `wake` or add shm to transports".into(),
-                ));
-            }
-            match (scenario.kind.uses_codecs(), scenario.codecs.is_empty()) {
-                (true, true) => out.push((
-                    at("codecs"),
-                    format!(
-                        "a {} scenario lists its codecs: capnp, prost",
-                        scenario.kind.as_str()
-                    ),
-                )),
-                (false, false) => out.push((
-                    at("codecs"),
-                    format!(
-                        "codecs apply only to codec, fan-out and fan-in scenarios; remove them or change kind `{}`",
-                        scenario.kind.as_str()
-                    ),
-                )),
-                _ => {}
-            }
-            let allowed = scenario.kind.transports();
-            for (j, transport) in scenario.transports.iter().enumerate() {
-                if !allowed.contains(transport) {
-                    let mut path = at("transports");
-                    path.push(Segment::Index(j));
-                    out.push((
-                        path,
-                        format!(
-                            "a {} scenario does not run over {transport}; it runs over: {}",
-                            scenario.kind.as_str(),
-                            allowed
-                                .iter()
-                                .map(|t| t.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    ));
-                }
-            }
-            let is_load = scenario.kind == ScenarioKind::UdpLoad;
-            for (field, given) in [
-                ("clients", !scenario.clients.is_empty()),
-                ("server_threads", !scenario.server_threads.is_empty()),
-                ("duration", scenario.duration.is_some()),
-            ] {
-                if is_load && !given {
-                    out.push((
-                        at(field),
-                        format!(
-                            "a udp-load scenario needs `{field}`, e.g. {}",
-                            example(field)
-                        ),
-                    ));
-                }
-                if !is_load && given {
-                    out.push((
-                        at(field),
-                        format!(
-                            "`{field}` applies only to udp-load scenarios; remove it or change kind `{}`",
-                            scenario.kind.as_str()
-                        ),
-                    ));
-                }
-            }
-            check_thread_counts(&scenario.clients, at("clients"), &mut out);
-            check_thread_counts(&scenario.server_threads, at("server_threads"), &mut out);
-            if let Some(why) = scenario.duration.as_ref().and_then(|d| d.invalid()) {
-                out.push((at("duration"), why.into()));
-            }
-            match (scenario.kind == ScenarioKind::Logging, scenario.sinks.is_empty()) {
-                (true, true) => out.push((
-                    at("sinks"),
-                    "a logging scenario lists its sinks: buffered, write-per-line, tracing-blocking, tracing-non-blocking".into(),
-                )),
-                (false, false) => out.push((
-                    at("sinks"),
-                    format!(
-                        "sinks apply only to logging scenarios; remove them or change kind `{}`",
-                        scenario.kind.as_str()
-                    ),
-                )),
-                _ => {}
-            }
-            let mut sinks = HashSet::new();
-            for (j, sink) in scenario.sinks.iter().enumerate() {
-                if !sinks.insert(*sink) {
-                    let mut path = at("sinks");
-                    path.push(Segment::Index(j));
-                    out.push((path, format!("`{sink}` is listed twice")));
-                }
-            }
-            let mut codecs = HashSet::new();
-            for (j, codec) in scenario.codecs.iter().enumerate() {
-                if !codecs.insert(*codec) {
-                    let mut path = at("codecs");
-                    path.push(Segment::Index(j));
-                    out.push((path, format!("`{codec}` is listed twice")));
-                }
-            }
-            if scenario.payloads.is_empty() {
-                out.push((
-                    at("payloads"),
-                    "list at least one payload size, e.g. [200B]".into(),
-                ));
-            }
-            check_payloads(&scenario.payloads, scenario, at("payloads"), &mut out);
-            if let Some(why) = scenario.iterations.invalid() {
-                out.push((at("iterations"), why.into()));
-            }
-            check_round_trips(
-                scenario,
-                &Overrides::default(),
-                (at("iterations"), at("warmup")),
-                &mut out,
-            );
-            if let Some(why) = scenario.timeout.invalid() {
-                out.push((at("timeout"), why.into()));
-            }
-            if !(0.0..=1.0).contains(&scenario.max_loss) {
-                out.push((
-                    at("max_loss"),
-                    format!("{} is not a share between 0.0 and 1.0", scenario.max_loss),
-                ));
-            }
-        }
-        if out.is_empty() {
-            self.check_cells(&mut out);
-        }
-        out
     }
 
+    /// A profile's overrides (at `at`) of scenario `i`.
+    fn check_overrides(
+        &self,
+        i: usize,
+        overrides: &Overrides,
+        at: Vec<Segment>,
+        out: &mut Problems,
+    ) {
+        let target = &self.scenarios[i];
+        let field = |name: &str| {
+            let mut path = at.clone();
+            path.push(key(name));
+            path
+        };
+        if let Some(why) = overrides.iterations.and_then(|c| c.invalid()) {
+            out.push((field("iterations"), why.into()));
+        }
+        let scenario_at = |name: &str| vec![key("scenarios"), Segment::Index(i), key(name)];
+        let iterations_at = match overrides.iterations {
+            Some(_) => field("iterations"),
+            None => scenario_at("iterations"),
+        };
+        let warmup_at = match overrides.warmup {
+            Some(_) => field("warmup"),
+            None => scenario_at("warmup"),
+        };
+        check_round_trips(target, overrides, (iterations_at, warmup_at), out);
+        if let Some(payloads) = &overrides.payloads {
+            check_payloads(payloads, target, field("payloads"), out);
+        }
+        kinds::check_overrides(target.kind, overrides, field, out);
+    }
+}
+
+/// Scenario `i`: what every kind shares, then its kind's own keys; the scenario in its
+/// kind's variant when nothing is wrong with it.
+fn check_scenario(scenario: &RawScenario, i: usize, out: &mut Problems) -> Option<Scenario> {
+    let before = out.len();
+    let at = |field: &str| vec![key("scenarios"), Segment::Index(i), key(field)];
+    if !is_identifier(&scenario.name) || scenario.name == CELL_GROUP_FAULT {
+        out.push((
+            at("name"),
+            format!(
+                "scenario name `{}` may use only a-z, 0-9 and `-`, at most {MAX_NAME_BYTES} bytes, and `{CELL_GROUP_FAULT}` is reserved",
+                scenario.name
+            ),
+        ));
+    }
+    let kind = scenario.kind;
+    let allowed = kind.transports();
+    let listed =
+        |ts: &[TransportKind]| ts.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ");
+    if scenario.transports.is_empty() {
+        out.push((
+            at("transports"),
+            format!("list at least one of: {}", listed(allowed)),
+        ));
+    }
+    let mut transports = HashSet::new();
+    for (j, transport) in scenario.transports.iter().enumerate() {
+        let mut path = at("transports");
+        path.push(Segment::Index(j));
+        if !transports.insert(*transport) {
+            out.push((path.clone(), format!("`{transport}` is listed twice")));
+        }
+        if !allowed.contains(transport) {
+            out.push((
+                path,
+                format!(
+                    "a {} scenario does not run over {transport}; it runs over: {}",
+                    kind.as_str(),
+                    listed(allowed)
+                ),
+            ));
+        }
+    }
+    if !scenario.wake.is_empty() && !transports.contains(&TransportKind::Shm) {
+        out.push((
+            at("wake"),
+            "wake modes apply only to the shm transport; remove `wake` or add shm to transports"
+                .into(),
+        ));
+    }
+    let work = kinds::work(scenario, i, out);
+    if scenario.payloads.is_empty() {
+        out.push((
+            at("payloads"),
+            "list at least one payload size, e.g. [200B]".into(),
+        ));
+    }
+    check_payloads(&scenario.payloads, scenario, at("payloads"), out);
+    if let Some(why) = scenario.iterations.invalid() {
+        out.push((at("iterations"), why.into()));
+    }
+    check_round_trips(
+        scenario,
+        &Overrides::default(),
+        (at("iterations"), at("warmup")),
+        out,
+    );
+    let work = work.filter(|_| out.len() == before)?;
+    Some(Scenario {
+        name: scenario.name.clone(),
+        transports: scenario.transports.clone(),
+        wake: scenario.wake.clone(),
+        payloads: scenario.payloads.clone(),
+        iterations: scenario.iterations,
+        warmup: scenario.warmup,
+        work,
+    })
+}
+
+impl Spec {
     /// Rules on the cells themselves, once everything else holds: how many a profile
     /// makes, and that every id can name a file.
-    fn check_cells(&self, out: &mut Vec<(Vec<Segment>, String)>) {
-        let key = |k: &str| Segment::Key(k.to_string());
+    fn check_cells(&self, out: &mut Problems) {
         for profile in self.profiles.keys() {
             match self.cell_count(profile) {
                 Some(count) if count <= MAX_CELLS as u64 => {}
@@ -473,175 +410,6 @@ fn some_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> String {
         shown.push(&more);
     }
     shown.join(", ")
-}
-
-/// Refuses counts a cell of this kind cannot make: warm-up and iterations over the kind's
-/// most round trips (or over 64 bits), and logging cells that would write more than
-/// [`MAX_LOG_BYTES`]. `overrides` are a profile's, applied over the scenario's values;
-/// `at` are the paths of the iterations and warm-up that apply.
-fn check_round_trips(
-    scenario: &Scenario,
-    overrides: &Overrides,
-    (iterations_at, warmup_at): (Vec<Segment>, Vec<Segment>),
-    out: &mut Vec<(Vec<Segment>, String)>,
-) {
-    let kind = scenario.kind;
-    let most = kind.max_round_trips();
-    let iterations = overrides.iterations.unwrap_or(scenario.iterations).get();
-    let warmup = overrides.warmup.unwrap_or(scenario.warmup);
-    let what = match kind {
-        ScenarioKind::Logging => "lines",
-        ScenarioKind::UdpLoad => "requests per client",
-        _ => "round trips",
-    };
-    if iterations > most {
-        out.push((
-            iterations_at,
-            format!(
-                "{iterations} iterations: a {} cell makes at most {most} {what}, warm-up included",
-                kind.as_str()
-            ),
-        ));
-        return;
-    }
-    let total = match warmup.checked_add(iterations) {
-        Some(total) if total <= most => total,
-        total => {
-            out.push((
-                warmup_at,
-                format!(
-                    "warmup {warmup} + iterations {iterations} is {}; a {} cell makes at most {most} {what}, warm-up included",
-                    total.map_or_else(|| "more than 64 bits count".into(), |t| t.to_string()),
-                    kind.as_str()
-                ),
-            ));
-            return;
-        }
-    };
-    if kind == ScenarioKind::Logging {
-        let payloads = overrides.payloads.as_ref().unwrap_or(&scenario.payloads);
-        let longest = payloads.iter().map(ByteSize::bytes).max().unwrap_or(0);
-        if longest
-            .checked_mul(total)
-            .is_none_or(|bytes| bytes > MAX_LOG_BYTES)
-        {
-            out.push((
-                iterations_at,
-                format!(
-                    "{total} lines of {longest} B are more than {MAX_LOG_BYTES} B (1 GiB), the most a logging cell writes (it holds its lines in memory)"
-                ),
-            ));
-        }
-    }
-}
-
-/// The smallest payload of kinds that stamp each message with who sent it and when.
-const MIN_STAMPED_PAYLOAD: u64 = 16;
-/// The most threads a side of a `udp-load` cell may start.
-const MAX_THREADS: u32 = 256;
-
-fn example(field: &str) -> &'static str {
-    match field {
-        "clients" => "[1, 4, 16]",
-        "server_threads" => "[1, 4, 16]",
-        _ => "5s",
-    }
-}
-
-fn check_thread_counts(counts: &[u32], at: Vec<Segment>, out: &mut Vec<(Vec<Segment>, String)>) {
-    let mut seen = HashSet::new();
-    for (j, &count) in counts.iter().enumerate() {
-        let mut path = at.clone();
-        path.push(Segment::Index(j));
-        if count == 0 || count > MAX_THREADS {
-            out.push((
-                path,
-                format!("{count} threads: give a number from 1 to {MAX_THREADS}"),
-            ));
-        } else if !seen.insert(count) {
-            out.push((path, format!("{count} is listed twice")));
-        }
-    }
-}
-
-/// Refuses payload lists that cannot work: repeats, UDP payloads over one datagram, and
-/// sizes a kind cannot carry.
-fn check_payloads(
-    payloads: &[ByteSize],
-    scenario: &Scenario,
-    at: Vec<Segment>,
-    out: &mut Vec<(Vec<Segment>, String)>,
-) {
-    let transports = &scenario.transports;
-    let mut seen = HashSet::new();
-    for (j, payload) in payloads.iter().enumerate() {
-        let mut path = at.clone();
-        path.push(Segment::Index(j));
-        if let Some(why) = payload.invalid() {
-            out.push((path, why.to_string()));
-            continue;
-        }
-        if !seen.insert(payload.bytes()) {
-            out.push((path.clone(), format!("{payload} is listed twice")));
-        }
-        let bytes = payload.bytes();
-        match scenario.kind {
-            ScenarioKind::UdpLoad | ScenarioKind::Logging if bytes < MIN_STAMPED_PAYLOAD => {
-                out.push((
-                    path.clone(),
-                    format!(
-                        "{payload} is too small: a {} message carries a {MIN_STAMPED_PAYLOAD}-byte stamp",
-                        scenario.kind.as_str()
-                    ),
-                ))
-            }
-            _ => {}
-        }
-        let most = scenario.kind.max_payload();
-        // udp-load: the datagram rule below says it.
-        if bytes > most && scenario.kind != ScenarioKind::UdpLoad {
-            let why = match scenario.kind {
-                ScenarioKind::Logging => "is not a log line".to_string(),
-                kind => format!("is larger than a {} cell carries", kind.as_str()),
-            };
-            out.push((
-                path.clone(),
-                format!(
-                    "{payload} ({bytes} B) {why}; give at most {most} B ({})",
-                    size_label(most)
-                ),
-            ));
-            continue;
-        }
-        if transports.contains(&TransportKind::Udp) && payload.bytes() > UDP_MAX_PAYLOAD {
-            out.push((
-                path,
-                format!(
-                    "{payload} ({} B) does not fit one UDP datagram (at most {UDP_MAX_PAYLOAD} B); \
-                     use a smaller payload or move udp to a scenario of its own",
-                    payload.bytes()
-                ),
-            ));
-        }
-    }
-}
-
-/// `64KiB`, `256MiB`, `1GiB`: a limit as it would be written.
-fn size_label(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{}GiB", b >> 30),
-        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}MiB", b >> 20),
-        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{}KiB", b >> 10),
-        b => format!("{b}B"),
-    }
-}
-
-fn is_identifier(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_NAME_BYTES
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
 #[cfg(test)]

@@ -68,7 +68,7 @@ fn payloads_over_a_kinds_maximum_are_refused() {
 #[test]
 fn counts_over_a_kinds_maximum_are_refused() {
     let logging = matrix(
-        "  - { name: l, kind: logging, transports: [file], sinks: [buffered], payloads: [64B], iterations: 1000000000000, timeout: 1s }\n",
+        "  - { name: l, kind: logging, transports: [file], sinks: [buffered], payloads: [64B], iterations: 1000000000000, budget: 1s }\n",
     );
     let e = error(&logging);
     assert!(

@@ -1,7 +1,10 @@
 //! matrix.yaml in, cells or located errors out.
 
-use ipc_matrix_spec::{Spec, SpecErrors};
+use ipc_matrix_spec::{
+    CodecKind, Echoes, Fan, LogSink, LogWrite, ScenarioKind, Spec, SpecErrors, Work,
+};
 use std::path::Path;
+use std::time::Duration;
 
 const GOOD: &str = r#"
 version: 1
@@ -160,7 +163,7 @@ fn codec_scenarios_are_checked() {
     for wanted in [
         "scenarios[0].codecs: a codec scenario lists its codecs: capnp, prost",
         "scenarios[0].transports[1]: a codec scenario does not run over udp; it runs over: shm, local, tcp",
-        "scenarios[1].codecs: codecs apply only to codec, fan-out and fan-in scenarios",
+        "m.yaml:12:40: scenarios[1].codecs: echo scenarios take no `codecs`; codecs apply only to codec, fan-out and fan-in scenarios",
     ] {
         assert!(
             message.contains(wanted),
@@ -177,7 +180,7 @@ fn codec_scenarios_are_checked() {
         .cells("quick")
         .unwrap()
         .into_iter()
-        .filter(|c| c.codec.is_some())
+        .filter(|c| c.work.codec().is_some())
         .map(|c| c.id)
         .collect();
     assert_eq!(ids, ["ser::capnp::tcp::64KiB", "ser::prost::tcp::64KiB"]);
@@ -187,21 +190,22 @@ fn codec_scenarios_are_checked() {
 fn load_and_logging_scenarios_are_checked() {
     let text = GOOD.replace(
         "scenarios:\n  - name: echo",
-        "scenarios:\n  - { name: grid, kind: udp-load, transports: [udp, tcp], server_threads: [0, 4, 4], payloads: [8B, 70000B], iterations: 5, timeout: 2s }\n  - { name: log, kind: logging, transports: [file], clients: [1], payloads: [64B], iterations: 5, timeout: 1s }\n  - { name: rpc, kind: rpc, transports: [shm], sinks: [buffered], payloads: [200B], iterations: 5, timeout: 1s }\n  - name: echo",
+        "scenarios:\n  - { name: grid, kind: udp-load, transports: [udp, tcp], server_threads: [0, 4, 4], payloads: [8B, 70000B], iterations: 5, timeout: 2s }\n  - { name: log, kind: logging, transports: [file], clients: [1], payloads: [64B], iterations: 5, budget: 1s }\n  - { name: rpc, kind: rpc, transports: [shm], sinks: [buffered], payloads: [200B], iterations: 5, timeout: 1s }\n  - name: echo",
     );
     let message = errors(&text).to_string();
     for wanted in [
         "scenarios[0].transports[1]: a udp-load scenario does not run over tcp; it runs over: udp",
-        "scenarios[0].clients: a udp-load scenario needs `clients`, e.g. [1, 4, 16]",
-        "scenarios[0].duration: a udp-load scenario needs `duration`",
+        // A missing key is placed at its scenario.
+        "m.yaml:11:5: scenarios[0].clients: udp-load scenarios need `clients`, e.g. [1, 4, 16]",
+        "scenarios[0].duration: udp-load scenarios need `duration`",
         "scenarios[0].server_threads[0]: 0 threads: give a number from 1 to 256",
         "scenarios[0].server_threads[2]: 4 is listed twice",
         "scenarios[0].payloads[0]: 8B is too small: a udp-load message carries a 16-byte stamp",
         "scenarios[0].payloads[1]: 70000B (70000 B) does not fit one UDP datagram",
         "scenarios[1].sinks: a logging scenario lists its sinks",
-        "scenarios[1].clients: `clients` applies only to udp-load scenarios",
+        "m.yaml:12:62: scenarios[1].clients: logging scenarios take no `clients`; `clients` applies only to udp-load scenarios",
         "scenarios[2].transports[0]: a rpc scenario does not run over shm; it runs over: local, tcp",
-        "scenarios[2].sinks: sinks apply only to logging scenarios",
+        "m.yaml:13:55: scenarios[2].sinks: rpc scenarios take no `sinks`; sinks apply only to logging scenarios",
     ] {
         assert!(
             message.contains(wanted),
@@ -212,7 +216,7 @@ fn load_and_logging_scenarios_are_checked() {
     let good = GOOD
         .replace(
             "scenarios:\n  - name: echo",
-            "scenarios:\n  - { name: grid, kind: udp-load, transports: [udp], clients: [1, 4], server_threads: [2], duration: 1s, payloads: [128B], iterations: 5, timeout: 2s }\n  - { name: log, kind: logging, transports: [file], sinks: [buffered, tracing-non-blocking], payloads: [64B], iterations: 5, timeout: 1s }\n  - name: echo",
+            "scenarios:\n  - { name: grid, kind: udp-load, transports: [udp], clients: [1, 4], server_threads: [2], duration: 1s, payloads: [128B], iterations: 5, timeout: 2s }\n  - { name: log, kind: logging, transports: [file], sinks: [buffered, tracing-non-blocking], payloads: [64B], iterations: 5, budget: 1s }\n  - name: echo",
         )
         .replace(
             "scenarios:\n      echo:",
@@ -222,7 +226,7 @@ fn load_and_logging_scenarios_are_checked() {
     let cells = spec.cells("quick").unwrap();
     let ids: Vec<&str> = cells
         .iter()
-        .filter(|c| c.load.is_some() || c.sink.is_some())
+        .filter(|c| matches!(c.work, Work::UdpLoad(_) | Work::Logging(_)))
         .map(|c| c.id.as_str())
         .collect();
     assert_eq!(
@@ -233,6 +237,76 @@ fn load_and_logging_scenarios_are_checked() {
             "log::tracing-non-blocking::file::64B"
         ]
     );
-    let load = cells[0].load.expect("a load cell");
-    assert_eq!(load.duration, std::time::Duration::from_millis(300));
+    let Work::UdpLoad(load) = cells[0].work else {
+        panic!("a load cell: {:?}", cells[0]);
+    };
+    assert_eq!(load.shape.duration, std::time::Duration::from_millis(300));
+}
+
+#[test]
+fn keys_of_another_kind_are_refused_with_the_key_to_use() {
+    let text = GOOD.replace(
+        "scenarios:\n  - name: echo",
+        "scenarios:
+  - { name: log, kind: logging, transports: [file], sinks: [buffered], payloads: [64B], iterations: 5, timeout: 30s }
+  - { name: fan, kind: fan-in, codecs: [capnp], transports: [tcp], payloads: [64KiB], iterations: 5, timeout: 2s }
+  - { name: late, kind: fan-out, codecs: [capnp], transports: [tcp], payloads: [64KiB], iterations: 5 }
+  - { name: pings, kind: echo, transports: [tcp], payloads: [200B], iterations: 5, budget: 1s, max_loss: 0.1 }
+  - name: echo",
+    );
+    let shown: Vec<String> = errors(&text).0.iter().map(|e| e.to_string()).collect();
+    assert_eq!(
+        shown,
+        [
+            "m.yaml:11:113: scenarios[0].timeout: logging scenarios bound the whole write with `budget`, not `timeout`",
+            "m.yaml:12:111: scenarios[1].timeout: fan-in scenarios bound how late a frame may arrive with `frame_deadline`, not `timeout`",
+            "m.yaml:13:5: scenarios[2].frame_deadline: fan-out scenarios need `frame_deadline`, how late a frame may arrive before it counts as dropped, e.g. 2s",
+            "m.yaml:14:92: scenarios[3].budget: echo scenarios take no `budget`; the deadline of one round trip is `timeout`",
+            "m.yaml:14:5: scenarios[3].timeout: echo scenarios need `timeout`, the deadline of one round trip, e.g. 5s",
+            "m.yaml:14:106: scenarios[3].max_loss: only udp loses messages, and this echo scenario does not list it; remove `max_loss` or add udp to transports",
+        ]
+    );
+
+    // A profile's override of another kind's limit is refused the same way.
+    let text = GOOD.replace("{ iterations: 5 }", "{ iterations: 5, budget: 1s }");
+    let e = &errors(&text).0[0];
+    assert_eq!(e.path, "profiles.quick.scenarios.echo.budget", "{e}");
+    assert_eq!(e.location.map(|l| l.0), Some(9), "{e}");
+    assert!(e.message.contains("echo scenarios take no `budget`"), "{e}");
+
+    // Each kind's own limit, overridden by a profile, reaches its cells.
+    let good = GOOD
+        .replace(
+            "scenarios:\n  - name: echo",
+            "scenarios:\n  - { name: log, kind: logging, transports: [file], sinks: [buffered], payloads: [64B], iterations: 5, budget: 30s }\n  - { name: fan, kind: fan-in, codecs: [prost], transports: [tcp], payloads: [64KiB], iterations: 5, frame_deadline: 2s, max_loss: 0.25 }\n  - name: echo",
+        )
+        .replace(
+            "scenarios:\n      echo:",
+            "scenarios:\n      log: { budget: 10s }\n      fan: { frame_deadline: 500ms }\n      echo:",
+        );
+    let spec = Spec::parse(&good, Path::new("m.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    let cells = spec.cells("quick").unwrap();
+    assert_eq!(
+        cells[0].work,
+        Work::Logging(LogWrite {
+            sink: LogSink::Buffered,
+            budget: Duration::from_secs(10)
+        })
+    );
+    assert_eq!(
+        cells[1].work,
+        Work::FanIn(Fan {
+            codec: CodecKind::Prost,
+            frame_deadline: Duration::from_millis(500),
+            max_loss: 0.25
+        })
+    );
+    assert_eq!(cells[1].kind(), ScenarioKind::FanIn);
+    assert_eq!(
+        cells[2].work,
+        Work::Echo(Echoes {
+            timeout: Duration::from_secs(2),
+            max_loss: 0.0
+        })
+    );
 }

@@ -73,6 +73,14 @@ pub fn report_legs(
             }
         }
         println!("{}", verdict_summary(&report));
+        if report.other_schema > 0 {
+            println!(
+                "note: {} results in {} were written with another result schema (not {}) and were left out; re-run their cells (`ipc-matrix run`) to judge them",
+                report.other_schema,
+                dir.display(),
+                ipc_matrix_results::RESULT_SCHEMA_VERSION
+            );
+        }
         if report.other_runs > 0 {
             println!(
                 "note: {} results of other runs in {} were not judged",

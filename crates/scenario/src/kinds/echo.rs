@@ -7,20 +7,22 @@ use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
 use crate::failure::{expect_clean_exit, peer_epilogue, setup_failure, transport_failure_kind};
 use crate::peer::{commit, spin_for, PeerConfig, PeerRole};
-use crate::round_trip::{self, Answer, Broken, Endpoint, Requests};
+use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_codec::FrameCodec;
 use ipc_matrix_results::Failure;
-use ipc_matrix_spec::Cell;
+use ipc_matrix_spec::{Cell, CodecKind};
 use ipc_matrix_transport::{listen, Channel, ListenOptions, TransportError};
 use std::time::Instant;
 
 /// Bytes a reply may exceed its request by and still be read (and reported as too long).
 const REPLY_SLACK: usize = 1024;
 
-/// Runs an `echo`, `bulk` or `codec` cell.
+/// Runs an `echo` or `bulk` cell (`codec` None: the payload bytes are echoed) or a
+/// `codec` cell (sensor frames in that codec's format).
 pub(crate) fn echo(
     cell: &Cell,
+    (codec, limits): (Option<CodecKind>, Limits),
     options: &RunOptions,
     peer_cpu: Option<usize>,
     tally: &mut Tally,
@@ -32,7 +34,7 @@ pub(crate) fn echo(
         ))
     })?;
     // A frame is its payload plus some structure; echo messages are the payload exactly.
-    let max_message = len + cell.codec.map_or(0, |_| FRAME_SLACK);
+    let max_message = len + codec.map_or(0, |_| FRAME_SLACK);
     let limit = max_message + REPLY_SLACK;
     let acceptor = listen(
         cell.transport,
@@ -42,7 +44,14 @@ pub(crate) fn echo(
         },
     )
     .map_err(|e| setup_failure(format!("opening the {} channel: {e}", cell.transport)))?;
-    let mut config = options.peer_config(cell, acceptor.address(), limit, peer_cpu, PeerRole::Echo);
+    let mut config = options.peer_config(
+        cell,
+        acceptor.address(),
+        limit,
+        peer_cpu,
+        PeerRole::Echo,
+        limits.timeout,
+    );
     config.count = tally.counting.as_ref().map(|c| c.peer(cell.warmup));
     let mut peer = options.start_peer(&config)?;
     let channel = acceptor
@@ -58,7 +67,11 @@ pub(crate) fn echo(
         reply: Vec::with_capacity(limit),
         limit,
     };
-    round_trip::measure(cell, &mut endpoint, Requests::of(cell, len), tally)
+    let requests = match codec {
+        Some(codec) => Requests::frames(codec, cell.seed, len),
+        None => Requests::payload(cell.seed, len),
+    };
+    round_trip::measure(cell, limits, &mut endpoint, requests, tally)
 }
 
 /// The measuring side of a channel to an echoing peer.

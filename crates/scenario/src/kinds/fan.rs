@@ -19,7 +19,7 @@ use crate::peer::{commit, monotonic_ns, PeerConfig, PeerRole, ACK_BYTES};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_codec::{Codec, FrameCodec, SensorFrame};
 use ipc_matrix_results::{Failure, FailureKind};
-use ipc_matrix_spec::Cell;
+use ipc_matrix_spec::{Cell, Fan};
 use ipc_matrix_transport::{listen, Channel, ListenOptions, TransportError};
 use std::time::{Duration, Instant};
 
@@ -54,14 +54,10 @@ fn total_frames(cell: &Cell) -> Result<u64, Failure> {
     })
 }
 
-fn codec_of(cell: &Cell) -> Result<Codec, Failure> {
-    cell.codec
-        .ok_or_else(|| setup_failure(format!("{} names no codec", cell.id)))
-}
-
 /// Starts one peer per role and connects to each.
 fn link(
     cell: &Cell,
+    fan: &Fan,
     options: &RunOptions,
     roles: [PeerRole; PEERS],
 ) -> Result<Vec<Linked>, Failure> {
@@ -77,7 +73,14 @@ fn link(
         )
         .map_err(|e| setup_failure(format!("opening the {} channel: {e}", cell.transport)))?;
         // Publishers and subscribers ignore the reply delay; each peer's error names its index.
-        let config = options.peer_config(cell, acceptor.address(), max_message + 1024, None, role);
+        let config = options.peer_config(
+            cell,
+            acceptor.address(),
+            max_message + 1024,
+            None,
+            role,
+            fan.frame_deadline,
+        );
         let mut peer = PeerProcess::spawn(&options.peer_program, &config)
             .map_err(|e| setup_failure(format!("starting peer {}: {e}", linked.len())))?;
         let channel = acceptor
@@ -138,30 +141,35 @@ fn goodbye(linked: &mut [Linked]) -> Result<(), Failure> {
     Ok(())
 }
 
-fn enforce_loss(cell: &Cell, total: u64, dropped: u64) -> Result<(), Failure> {
+fn enforce_loss(fan: &Fan, total: u64, dropped: u64) -> Result<(), Failure> {
     let sent = total.saturating_mul(PEERS as u64);
-    let allowed = (cell.max_loss * sent as f64).floor() as u64;
+    let allowed = (fan.max_loss * sent as f64).floor() as u64;
     if dropped > allowed {
         return Err(Failure {
             kind: FailureKind::Timeout,
             round_trip: None,
             reason: format!(
                 "{dropped} of {} frames were dropped; at most {allowed} may be (max_loss {})",
-                sent, cell.max_loss
+                sent, fan.max_loss
             ),
         });
     }
     Ok(())
 }
 
-pub(crate) fn fan_out(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Result<(), Failure> {
-    let codec = codec_of(cell)?;
+pub(crate) fn fan_out(
+    cell: &Cell,
+    fan: &Fan,
+    options: &RunOptions,
+    tally: &mut Tally,
+) -> Result<(), Failure> {
+    let codec: Codec = fan.codec;
     let (payload, _) = sizes(cell)?;
     let role = PeerRole::Subscriber {
         seed: cell.seed,
         payload,
     };
-    let mut linked = link(cell, options, [role; PEERS])?;
+    let mut linked = link(cell, fan, options, [role; PEERS])?;
     let mut frame = SensorFrame::sample(cell.seed, 0, payload);
     let (mut encoded, mut ack) = (Vec::new(), Vec::new());
     let total = total_frames(cell)?;
@@ -171,7 +179,7 @@ pub(crate) fn fan_out(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> R
         frame.header.sequence = index;
         frame.header.sent_at_ns = monotonic_ns();
         codec.encode(&frame, &mut encoded);
-        let deadline = Instant::now() + cell.timeout;
+        let deadline = Instant::now() + fan.frame_deadline;
         for k in 0..PEERS {
             if let Err(e) = linked[k].channel.send(&encoded, deadline) {
                 return Err(transport_failure(&mut linked, k, index, "sending", &e));
@@ -233,7 +241,7 @@ pub(crate) fn fan_out(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> R
                     if dropped_in_a_row[k] >= DROPPED_IN_A_ROW_LIMIT {
                         let what = format!(
                             "{DROPPED_IN_A_ROW_LIMIT} frames in a row were not acknowledged within {:?}; the subscriber is stuck",
-                            cell.timeout
+                            fan.frame_deadline
                         );
                         return Err(failure(&mut linked, k, index, FailureKind::Timeout, what));
                     }
@@ -251,12 +259,17 @@ pub(crate) fn fan_out(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> R
         }
     }
     tally.measured_time = started.elapsed();
-    enforce_loss(cell, total, tally.lost)?;
+    enforce_loss(fan, total, tally.lost)?;
     goodbye(&mut linked)
 }
 
-pub(crate) fn fan_in(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Result<(), Failure> {
-    let codec = codec_of(cell)?;
+pub(crate) fn fan_in(
+    cell: &Cell,
+    fan: &Fan,
+    options: &RunOptions,
+    tally: &mut Tally,
+) -> Result<(), Failure> {
+    let codec: Codec = fan.codec;
     let (payload, max_message) = sizes(cell)?;
     let total = total_frames(cell)?;
     let publisher = |source: u32| PeerRole::Publisher {
@@ -265,7 +278,7 @@ pub(crate) fn fan_in(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Re
         source,
         frames: total,
     };
-    let mut linked = link(cell, options, [publisher(0), publisher(1)])?;
+    let mut linked = link(cell, fan, options, [publisher(0), publisher(1)])?;
     let mut expected: Vec<SensorFrame> = (0..PEERS as u32)
         .map(|source| {
             let mut frame = SensorFrame::sample(cell.seed, 0, payload);
@@ -285,13 +298,13 @@ pub(crate) fn fan_in(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Re
             }
             let index = next[k];
             // Only a publisher's first frame may also wait for it to start; after that a
-            // stopped publisher fails within the cell's timeout.
+            // stopped publisher fails within the cell's frame deadline.
             let allowance = if index == 0 {
                 options.setup_timeout
             } else {
                 Duration::ZERO
             };
-            let deadline = Instant::now() + allowance + cell.timeout;
+            let deadline = Instant::now() + allowance + fan.frame_deadline;
             if let Err(e) = linked[k]
                 .channel
                 .recv(&mut message, max_message + 1024, deadline)
@@ -333,7 +346,7 @@ pub(crate) fn fan_in(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Re
                 return Err(failure(&mut linked, k, index, FailureKind::Mismatch, what));
             }
             let latency = Duration::from_nanos(arrived.saturating_sub(frame.header.sent_at_ns));
-            if latency > cell.timeout {
+            if latency > fan.frame_deadline {
                 tally.lost += 1; // delivered, but after its deadline
             } else if sequence >= cell.warmup {
                 tally.recorder.record(latency);
@@ -345,7 +358,7 @@ pub(crate) fn fan_in(cell: &Cell, options: &RunOptions, tally: &mut Tally) -> Re
         }
     }
     tally.measured_time = started.elapsed();
-    enforce_loss(cell, total, tally.lost)?;
+    enforce_loss(fan, total, tally.lost)?;
     // Publishers exit after their goodbye; make sure they did, cleanly.
     let deadline = Instant::now() + GOODBYE_WITHIN;
     for (k, link) in linked.iter_mut().enumerate() {

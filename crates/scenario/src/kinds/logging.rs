@@ -7,7 +7,7 @@ use crate::context::Tally;
 use crate::failure::setup_failure;
 use crate::fault::{Fault, FaultKind};
 use ipc_matrix_results::{Failure, FailureKind, LoggingStats};
-use ipc_matrix_spec::{Cell, LogSink};
+use ipc_matrix_spec::{Cell, LogSink, LogWrite};
 use ipc_matrix_transport::{allowed_cpus, set_thread_cpus, PrivateDir};
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -106,13 +106,12 @@ impl LogLines {
 /// Runs a logging cell: writes, times, closes, reads back, compares.
 pub(crate) fn logging(
     cell: &Cell,
+    log: &LogWrite,
     helper_cpus: &[usize],
     fault: Option<Fault>,
     tally: &mut Tally,
 ) -> Result<(), Failure> {
-    let sink = cell
-        .sink
-        .ok_or_else(|| setup_failure("a logging cell names its sink".into()))?;
+    let (sink, budget) = (log.sink, log.budget);
     let line_bytes = usize::try_from(cell.payload_bytes)
         .map_err(|_| setup_failure("the line length does not fit in memory here".into()))?;
     let total = cell
@@ -129,12 +128,12 @@ pub(crate) fn logging(
     let drain = match sink {
         LogSink::Buffered => {
             let file = create(&path)?;
-            write_lines(BufWriter::new(file), cell, &lines, tally)?
+            write_lines(BufWriter::new(file), (cell, budget), &lines, tally)?
         }
-        LogSink::WritePerLine => write_lines(create(&path)?, cell, &lines, tally)?,
+        LogSink::WritePerLine => write_lines(create(&path)?, (cell, budget), &lines, tally)?,
         LogSink::TracingBlocking => {
             let appender = tracing_appender::rolling::never(dir.path(), file_name);
-            trace_lines(appender, cell, &lines, tally, || ())?
+            trace_lines(appender, (cell, budget), &lines, tally, || ())?
         }
         LogSink::TracingNonBlocking => {
             let appender = tracing_appender::rolling::never(dir.path(), file_name);
@@ -148,7 +147,7 @@ pub(crate) fn logging(
                 .finish(appender);
             let _ = set_thread_cpus(&own);
             // Dropping the guard is the appender's shutdown: it waits for the worker.
-            trace_lines(writer, cell, &lines, tally, move || drop(guard))?
+            trace_lines(writer, (cell, budget), &lines, tally, move || drop(guard))?
         }
     };
     let total = started.elapsed();
@@ -207,10 +206,11 @@ fn create(path: &Path) -> Result<File, Failure> {
 }
 
 /// Writes every line with `write_all` (unbuffered `File`: one write(2) per line), then
-/// flushes and closes; returns how long that took after the last line.
+/// flushes and closes; returns how long that took after the last line. `budget` bounds
+/// the whole write.
 fn write_lines(
     mut out: impl Write,
-    cell: &Cell,
+    (cell, budget): (&Cell, Duration),
     lines: &LogLines,
     tally: &mut Tally,
 ) -> Result<Duration, Failure> {
@@ -219,7 +219,7 @@ fn write_lines(
         round_trip: Some(index),
         reason: format!("line {index}: writing to the log file: {e}"),
     };
-    timed_batches(cell, lines.count(), tally, |index| {
+    timed_batches(cell, budget, lines.count(), tally, |index| {
         out.write_all(lines.line_with_newline(index))
             .map_err(|e| failed(index, e))
     })?;
@@ -231,9 +231,10 @@ fn write_lines(
 
 /// Logs every line as a `tracing` event through a formatter that prints the message
 /// alone, so the file can be compared with the lines; `shutdown` ends the writer.
+/// `budget` bounds the whole write.
 fn trace_lines<W>(
     writer: W,
-    cell: &Cell,
+    (cell, budget): (&Cell, Duration),
     lines: &LogLines,
     tally: &mut Tally,
     shutdown: impl FnOnce(),
@@ -248,7 +249,7 @@ where
         .with_target(false)
         .finish();
     tracing::subscriber::with_default(subscriber, || {
-        timed_batches(cell, lines.count(), tally, |index| {
+        timed_batches(cell, budget, lines.count(), tally, |index| {
             tracing::info!("{}", lines.line(index));
             Ok(())
         })
@@ -260,15 +261,16 @@ where
 }
 
 /// Calls `write_line` for lines 0..count; records the mean time per line of every batch
-/// after the warm-up lines. The cell's `timeout` bounds the whole write: a file system
-/// that stops taking lines fails the cell at the next batch.
+/// after the warm-up lines. `budget` bounds the whole write: a file system that stops
+/// taking lines fails the cell at the next batch.
 fn timed_batches(
     cell: &Cell,
+    budget: Duration,
     count: u64,
     tally: &mut Tally,
     mut write_line: impl FnMut(u64) -> Result<(), Failure>,
 ) -> Result<(), Failure> {
-    let deadline = Instant::now() + cell.timeout;
+    let deadline = Instant::now() + budget;
     let mut index = 0;
     while index < count {
         if Instant::now() > deadline {
@@ -276,8 +278,8 @@ fn timed_batches(
                 kind: FailureKind::Timeout,
                 round_trip: Some(index),
                 reason: format!(
-                    "line {index} of {count}: the lines before it took longer than the cell's timeout ({:?})",
-                    cell.timeout
+                    "line {index} of {count}: the lines before it took longer than the cell's budget ({:?})",
+                    budget
                 ),
             });
         }

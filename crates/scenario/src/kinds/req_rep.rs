@@ -8,10 +8,10 @@ use crate::counting::PeerCounting;
 use crate::failure::{expect_clean_exit, setup_failure};
 use crate::fault::Fault;
 use crate::peer::{commit, spin_for, PeerConfig, PeerRole};
-use crate::round_trip::{self, Answer, Broken, Endpoint, Requests};
+use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_results::{Failure, FailureKind};
-use ipc_matrix_spec::Cell;
+use ipc_matrix_spec::{Calls, Cell};
 use ipc_matrix_transport::{process_alive, PeerAddress, PrivateDir, SocketEndpoint, SocketKind};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -36,6 +36,7 @@ pub fn endpoint(address: &PeerAddress) -> Result<String, String> {
 /// Runs a `req-rep` cell.
 pub(crate) fn req_rep(
     cell: &Cell,
+    calls: &Calls,
     options: &RunOptions,
     peer_cpu: Option<usize>,
     tally: &mut Tally,
@@ -93,6 +94,7 @@ pub(crate) fn req_rep(
         len + REPLY_SLACK,
         peer_cpu,
         PeerRole::ZmqReply,
+        calls.timeout,
     );
     config.count = tally.counting.as_ref().map(|c| c.peer(cell.warmup));
     let peer = options.start_peer(&config)?;
@@ -103,7 +105,14 @@ pub(crate) fn req_rep(
         connecting: Some(options.setup_timeout),
         private_dir,
     };
-    round_trip::measure(cell, &mut endpoint, Requests::of(cell, len), tally)
+    let requests = Requests::payload(cell.seed, len);
+    round_trip::measure(
+        cell,
+        Limits::lossless(calls.timeout),
+        &mut endpoint,
+        requests,
+        tally,
+    )
 }
 
 /// The measuring side's REQ socket, bound, with the REP peer connecting to it.

@@ -9,7 +9,7 @@ use crate::counting::PeerCounting;
 use crate::failure::{expect_clean_exit, peer_epilogue, setup_failure};
 use crate::fault::Fault;
 use crate::peer::{commit, spin_for, PeerConfig, PeerRole};
-use crate::round_trip::{self, Answer, Broken, Endpoint, Requests};
+use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use capnp::capability::{Promise, Response};
 use capnp::message::ReaderOptions;
@@ -18,7 +18,7 @@ use futures::io::{BufReader, BufWriter};
 use futures::AsyncReadExt;
 use ipc_matrix_codec::echo_rpc_capnp::echo;
 use ipc_matrix_results::{Failure, FailureKind};
-use ipc_matrix_spec::Cell;
+use ipc_matrix_spec::{Calls, Cell};
 use ipc_matrix_transport::{process_alive, PeerAddress, PrivateDir, SocketEndpoint, SocketKind};
 use std::cell::Cell as Counter;
 use std::rc::Rc;
@@ -68,6 +68,7 @@ where
 /// Runs an `rpc` cell.
 pub(crate) fn rpc(
     cell: &Cell,
+    calls: &Calls,
     options: &RunOptions,
     peer_cpu: Option<usize>,
     tally: &mut Tally,
@@ -78,7 +79,7 @@ pub(crate) fn rpc(
     let count = tally.counting.as_ref().map(|c| c.peer(cell.warmup));
     let connected = local.block_on(
         &runtime,
-        connect_peer(cell, options, (peer_cpu, count), len),
+        connect_peer(cell, calls, options, (peer_cpu, count), len),
     )?;
     let mut endpoint = RpcEndpoint {
         runtime,
@@ -87,7 +88,14 @@ pub(crate) fn rpc(
         pending: None,
         response: None,
     };
-    round_trip::measure(cell, &mut endpoint, Requests::of(cell, len), tally)
+    let requests = Requests::payload(cell.seed, len);
+    round_trip::measure(
+        cell,
+        Limits::lossless(calls.timeout),
+        &mut endpoint,
+        requests,
+        tally,
+    )
 }
 
 enum Listener {
@@ -106,6 +114,7 @@ struct Connected {
 /// Opens the listener, starts the peer and waits for it to connect.
 async fn connect_peer(
     cell: &Cell,
+    calls: &Calls,
     options: &RunOptions,
     (peer_cpu, count): (Option<usize>, Option<PeerCounting>),
     len: usize,
@@ -135,7 +144,14 @@ async fn connect_peer(
             )))
         }
     };
-    let mut config = options.peer_config(cell, address, len, peer_cpu, PeerRole::RpcServer);
+    let mut config = options.peer_config(
+        cell,
+        address,
+        len,
+        peer_cpu,
+        PeerRole::RpcServer,
+        calls.timeout,
+    );
     config.count = count;
     let mut peer = options.start_peer(&config)?;
     let setup_deadline = Instant::now() + options.setup_timeout;

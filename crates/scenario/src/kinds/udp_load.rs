@@ -20,7 +20,7 @@ use crate::peer::{commit, spin_for, PeerRole};
 use crate::spawn::{describe, PeerProcess, GOODBYE_WITHIN};
 use crate::verify::compare;
 use ipc_matrix_results::{Failure, FailureKind, LoadStats};
-use ipc_matrix_spec::{Cell, LoadShape, TransportKind};
+use ipc_matrix_spec::{Cell, Load as LoadSettings, LoadShape, TransportKind};
 use ipc_matrix_transport::{listen, Channel, ListenOptions};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
@@ -49,12 +49,11 @@ struct ClientTally {
 /// Runs a `udp-load` cell.
 pub(crate) fn udp_load(
     cell: &Cell,
+    settings: &LoadSettings,
     options: &RunOptions,
     tally: &mut Tally,
 ) -> Result<(), Failure> {
-    let shape = cell
-        .load
-        .ok_or_else(|| setup_failure(format!("{} has no load shape", cell.id)))?;
+    let shape = settings.shape;
     let len = cell.payload_bytes as usize;
     let control = listen(
         TransportKind::Local,
@@ -64,14 +63,15 @@ pub(crate) fn udp_load(
         },
     )
     .map_err(|e| setup_failure(format!("opening the control channel: {e}")))?;
-    let warmup_budget = warmup_budget(cell)?;
+    let warmup_budget = warmup_budget(cell, settings.timeout)?;
     let role = PeerRole::UdpServer {
         threads: shape.server_threads,
     };
-    let mut config = options.peer_config(cell, control.address(), len, None, role);
+    let mut config =
+        options.peer_config(cell, control.address(), len, None, role, settings.timeout);
     // The goodbye comes after the whole load, not after one round trip: set-up, every
     // client's warm-up, the window, and one more request's deadline.
-    config.idle_timeout = options.setup_timeout + warmup_budget + shape.duration + cell.timeout;
+    config.idle_timeout = options.setup_timeout + warmup_budget + shape.duration + settings.timeout;
     let mut peer = options.start_peer(&config)?;
     let setup_deadline = Instant::now() + options.setup_timeout;
     let mut channel = control.accept(peer.pid(), setup_deadline).map_err(|e| {
@@ -96,7 +96,12 @@ pub(crate) fn udp_load(
             ))
         })?;
 
-    let load = Load::new(cell, shape, server, (options.setup_timeout, warmup_budget));
+    let load = Load::new(
+        cell,
+        settings,
+        server,
+        (options.setup_timeout, warmup_budget),
+    );
     let outcome = load.run();
     let goodbye = stop_server(channel.as_mut(), &mut peer);
     let (clients, elapsed) = outcome.map_err(|mut failure| {
@@ -138,7 +143,7 @@ pub(crate) fn udp_load(
         round_trip: None,
         reason: format!("{reason}{}", peer_epilogue(&mut peer)),
     })?;
-    let required = 1.0 - cell.max_loss;
+    let required = 1.0 - settings.max_loss;
     if stats.answered == 0 || stats.success_rate < required {
         return Err(Failure {
             kind: FailureKind::Timeout,
@@ -149,26 +154,26 @@ pub(crate) fn udp_load(
                 stats.sent,
                 stats.success_rate * 100.0,
                 stats.timeouts,
-                cell.timeout,
+                settings.timeout,
                 required * 100.0,
-                cell.max_loss
+                settings.max_loss
             ),
         });
     }
     Ok(())
 }
 
-/// The longest every client's warm-up may take: each warm-up request its full timeout,
+/// The longest every client's warm-up may take: each warm-up request its full `timeout`,
 /// plus one. Checked: a warm-up count too large for it is a set-up failure, not a hang.
-fn warmup_budget(cell: &Cell) -> Result<Duration, Failure> {
+fn warmup_budget(cell: &Cell, timeout: Duration) -> Result<Duration, Failure> {
     u32::try_from(cell.warmup)
         .ok()
         .and_then(|warmup| warmup.checked_add(1))
-        .and_then(|requests| cell.timeout.checked_mul(requests))
+        .and_then(|requests| timeout.checked_mul(requests))
         .ok_or_else(|| {
             setup_failure(format!(
                 "warmup {} x timeout {:?} overflows any deadline",
-                cell.warmup, cell.timeout
+                cell.warmup, timeout
             ))
         })
 }
@@ -200,6 +205,8 @@ fn stop_server(channel: &mut dyn Channel, peer: &mut PeerProcess) -> Result<u64,
 struct Load<'a> {
     cell: &'a Cell,
     shape: LoadShape,
+    /// The deadline of one request.
+    timeout: Duration,
     server: SocketAddr,
     setup_timeout: Duration,
     /// How long the clients' warm-ups may take, at most ([`warmup_budget`]).
@@ -214,14 +221,15 @@ struct Load<'a> {
 impl<'a> Load<'a> {
     fn new(
         cell: &'a Cell,
-        shape: LoadShape,
+        settings: &LoadSettings,
         server: SocketAddr,
         (setup_timeout, warmup_budget): (Duration, Duration),
     ) -> Self {
         Self {
             warmup_budget,
             cell,
-            shape,
+            shape: settings.shape,
+            timeout: settings.timeout,
             server,
             setup_timeout,
             abort: AtomicBool::new(false),
@@ -331,7 +339,7 @@ impl<'a> Load<'a> {
             if measured {
                 tally.sent += 1;
             }
-            let deadline = started + cell.timeout;
+            let deadline = started + self.timeout;
             let answered = loop {
                 let now = Instant::now();
                 // A request still waiting when the window closes is neither answered
