@@ -101,9 +101,9 @@ pub fn accept(
     mode: AcceptMode,
     accepted_at_unix: u64,
 ) -> Result<Accepted, AcceptError> {
-    let (keep, refuse): (Vec<&CellResult>, Vec<&CellResult>) = results
-        .iter()
-        .partition(|r| r.outcome.passed && r.peer_delay_us.is_none());
+    let (keep, refuse): (Vec<&CellResult>, Vec<&CellResult>) = results.iter().partition(|r| {
+        r.outcome.passed && r.peer_delay_us.is_none() && r.peer_extra_work.is_none()
+    });
     let keep: Vec<CellResult> = keep.into_iter().cloned().collect();
     let mut baseline = match old {
         Some(old) if mode == AcceptMode::Append => {

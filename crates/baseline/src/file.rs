@@ -7,6 +7,7 @@
 
 use crate::stats::{batch_medians, batch_size, median, relative_spread};
 use crate::verdict::MACHINE_CHANGE_LIMIT;
+use ipc_matrix_results::InstructionCounts;
 use ipc_matrix_results::{CellResult, Environment, Placement};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -63,6 +64,10 @@ pub struct BaselineRun {
     /// The cell's CPU pressure (see the results' `cpu_pressure`).
     #[serde(default)]
     pub cpu_pressure: Option<f64>,
+    /// Guest instructions per round trip counted under QEMU (see the results'
+    /// `instructions`): judged with a margin of its own, and gating on every leg.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<InstructionCounts>,
 }
 
 impl BaselineCell {
@@ -204,6 +209,7 @@ impl Baseline {
                 throughput_mb_per_s: r.throughput.map(|t| t.mb_per_s),
                 core_to_core_ns: r.core_to_core_ns,
                 cpu_pressure: r.cpu_pressure,
+                instructions: r.instructions.clone(),
             };
             let fresh = BaselineCell {
                 payload_bytes: r.cell.payload_bytes,

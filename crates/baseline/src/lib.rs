@@ -13,6 +13,7 @@ pub use file::{
     MAX_BATCHES, MAX_CELLS, MAX_FILE_BYTES, MAX_RUNS,
 };
 pub use verdict::{
-    judge, CellVerdict, Change, RunVerdict, Verdict, ALPHA, BUSY_MACHINE_PRESSURE,
-    MACHINE_CHANGE_LIMIT, MIN_BATCHES,
+    judge, CellVerdict, Change, InstructionVerdict, RunVerdict, Verdict, ALPHA,
+    BUSY_MACHINE_PRESSURE, INSTRUCTION_MIN_CHANGE, INSTRUCTION_NOISE_FACTOR, MACHINE_CHANGE_LIMIT,
+    MIN_BATCHES,
 };

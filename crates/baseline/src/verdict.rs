@@ -17,9 +17,9 @@
 //! 380 us) from run to run. A baseline accepted from several runs
 //! (`ipc-matrix baseline accept --append`) measures that movement instead of guessing it.
 
-use crate::file::Baseline;
+use crate::file::{Baseline, BaselineCell};
 use crate::stats::{batch_medians, bootstrap_ratio_interval, mann_whitney_p, median, seed_of};
-use ipc_matrix_results::CellResult;
+use ipc_matrix_results::{CellResult, InstructionCounts};
 use ipc_matrix_spec::RegressionPolicy;
 use serde::Serialize;
 
@@ -38,6 +38,12 @@ pub const BUSY_MACHINE_PRESSURE: f64 = 0.3;
 pub const MACHINE_CHANGE_LIMIT: f64 = 1.5;
 /// Fewer batch medians than this on either side cannot support a verdict.
 pub const MIN_BATCHES: usize = 5;
+/// The smallest change in instructions per round trip worth a verdict: counts of one
+/// cell repeat within 0.5 % here, so 1 % is above their noise and far below timing's.
+pub const INSTRUCTION_MIN_CHANGE: f64 = 0.01;
+/// A cell whose accepted counts spread wider gets this many times their relative range as
+/// its margin.
+pub const INSTRUCTION_NOISE_FACTOR: f64 = 3.0;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -90,6 +96,35 @@ pub struct CellVerdict {
     pub gating: bool,
     /// What a reader should know, e.g. "peer slowed by 50 us on purpose".
     pub notes: Vec<String>,
+    /// The verdict on guest instructions per round trip, when the cell was counted.
+    pub instructions: Option<InstructionVerdict>,
+}
+
+/// Guest instructions per round trip (both sides) against the baseline's. The count does
+/// not depend on the host, its load or its CPU model, so it gates where timing only
+/// informs: on emulated legs, on other CPUs, on a busy machine.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InstructionVerdict {
+    pub verdict: Verdict,
+    pub current: f64,
+    /// The median over the baseline's accepted runs.
+    pub baseline: Option<f64>,
+    /// current / baseline.
+    pub ratio: Option<f64>,
+    /// The ratio must clear 1 + margin (or fall under 1 - margin) to count.
+    pub margin: f64,
+    /// False when the count depends on timing (busy-poll, a spun delay, a lossy
+    /// transport) or the emulated CPU model differs from the baseline's.
+    pub gating: bool,
+}
+
+impl CellVerdict {
+    /// The instruction count regressed, and that gates.
+    pub fn instructions_regressed(&self) -> bool {
+        self.instructions
+            .as_ref()
+            .is_some_and(|i| i.gating && i.verdict == Verdict::Regressed)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -104,11 +139,24 @@ pub struct RunVerdict {
 }
 
 impl RunVerdict {
-    /// Regressions that warn (or, under --strict, fail).
+    /// Regressions that warn (or, under --strict, fail): in time where timing gates, and
+    /// in instructions wherever the count gates.
     pub fn gating_regressions(&self) -> impl Iterator<Item = &CellVerdict> {
         self.cells
             .iter()
+            .filter(|c| (c.gating && c.verdict == Verdict::Regressed) || c.instructions_regressed())
+    }
+
+    /// Cells whose round-trip time regressed and gates.
+    pub fn timing_regressions(&self) -> impl Iterator<Item = &CellVerdict> {
+        self.cells
+            .iter()
             .filter(|c| c.gating && c.verdict == Verdict::Regressed)
+    }
+
+    /// Cells whose instruction count regressed and gates.
+    pub fn instruction_regressions(&self) -> impl Iterator<Item = &CellVerdict> {
+        self.cells.iter().filter(|c| c.instructions_regressed())
     }
 
     pub fn count(&self, verdict: Verdict) -> usize {
@@ -194,13 +242,22 @@ fn judge_cell(
         current_p50_ns: result.latency_ns.map(|l| l.p50),
         gating: true,
         notes: Vec::new(),
+        instructions: None,
     };
+    if let Some(units) = result.peer_extra_work {
+        verdict.notes.push(format!(
+            "peer did {units} units of extra work per reply on purpose"
+        ));
+    }
     if let Some(us) = result.peer_delay_us {
         verdict
             .notes
             .push(format!("peer slowed by {us} us per reply on purpose"));
     }
     let base = baseline.and_then(|b| b.cells.get(&result.cell.id));
+    if result.outcome.passed {
+        verdict.instructions = judge_instructions(result, base, &mut verdict.notes);
+    }
     if let Some(base) = base {
         verdict.baseline_p50_ns = Some(base.median_ns());
         if base.placement != result.placement {
@@ -283,4 +340,62 @@ fn judge_cell(
     };
     verdict.change = Some(change);
     verdict
+}
+
+/// The instruction verdict of a passing, counted cell.
+fn judge_instructions(
+    result: &CellResult,
+    base: Option<&BaselineCell>,
+    notes: &mut Vec<String>,
+) -> Option<InstructionVerdict> {
+    let counts = result.instructions.as_ref()?;
+    let current = counts.total()?;
+    let accepted: Vec<&InstructionCounts> = base
+        .map(|b| {
+            b.runs
+                .iter()
+                .filter_map(|r| r.instructions.as_ref())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut totals: Vec<f64> = accepted.iter().filter_map(|c| c.total()).collect();
+    totals.sort_by(f64::total_cmp);
+    let mut verdict = InstructionVerdict {
+        verdict: Verdict::New,
+        current,
+        baseline: None,
+        ratio: None,
+        margin: INSTRUCTION_MIN_CHANGE,
+        gating: !counts.timing_dependent,
+    };
+    if counts.timing_dependent {
+        notes.push(
+            "its instruction count depends on timing (busy-poll, a spun delay or a lossy transport), so it only informs".into(),
+        );
+    }
+    let Some(centre) = (!totals.is_empty()).then(|| totals[totals.len() / 2]) else {
+        return Some(verdict);
+    };
+    if let Some(then) = accepted.last().and_then(|c| c.cpu_model.clone()) {
+        if counts.cpu_model.as_deref() != Some(then.as_str()) {
+            verdict.gating = false;
+            notes.push(format!(
+                "instructions were counted on another emulated CPU ({}; the baseline: {then}), so they only inform",
+                counts.cpu_model.as_deref().unwrap_or("unknown")
+            ));
+        }
+    }
+    let spread = (totals[totals.len() - 1] - totals[0]) / centre.max(1.0);
+    verdict.margin = INSTRUCTION_MIN_CHANGE.max(INSTRUCTION_NOISE_FACTOR * spread);
+    let ratio = current / centre.max(1.0);
+    verdict.baseline = Some(centre);
+    verdict.ratio = Some(ratio);
+    verdict.verdict = if ratio > 1.0 + verdict.margin {
+        Verdict::Regressed
+    } else if ratio < 1.0 - verdict.margin {
+        Verdict::Improved
+    } else {
+        Verdict::Unchanged
+    };
+    Some(verdict)
 }

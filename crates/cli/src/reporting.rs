@@ -85,6 +85,7 @@ pub fn verdict_table(report: &LegReport) -> Table {
         "p",
         "margin",
         "verdict",
+        "instructions",
     ]);
     let right = |s: String| TableCell::new(s).set_alignment(CellAlignment::Right);
     for cell in &report.verdict.cells {
@@ -107,6 +108,7 @@ pub fn verdict_table(report: &LegReport) -> Table {
                     .map_or_else(dash, |c| format!("{:.0}%", c.margin * 100.0)),
             ),
             TableCell::new(verdict),
+            TableCell::new(instructions_text(cell)),
         ]);
     }
     table
@@ -159,4 +161,15 @@ pub fn baselines_dir(explicit: Option<PathBuf>, matrix: &Path) -> PathBuf {
         Some(dir) if !dir.as_os_str().is_empty() => dir.join(DEFAULT_BASELINES),
         _ => PathBuf::from(DEFAULT_BASELINES),
     })
+}
+
+/// `1329/rt unchanged 1.000x`, `2.1k/rt **regressed** 1.070x`: a counted cell's guest
+/// instructions per round trip and their verdict.
+fn instructions_text(cell: &ipc_matrix_baseline::CellVerdict) -> String {
+    let Some(i) = &cell.instructions else {
+        return "-".into();
+    };
+    let ratio = i.ratio.map_or(String::new(), |r| format!(" {r:.3}x"));
+    let inform = if i.gating { "" } else { " (informational)" };
+    format!("{:.0}/rt {}{ratio}{inform}", i.current, i.verdict.as_str())
 }

@@ -101,7 +101,17 @@ pub fn html(report: &LegReport) -> String {
             escape(why)
         );
     }
-    for cell in verdict.gating_regressions() {
+    for cell in verdict.instruction_regressions() {
+        if let Some(i) = &cell.instructions {
+            let _ = writeln!(
+                body,
+                "<p class=\"warning\"><code>{}</code> regressed in instructions: {:.3}x the baseline's guest instructions per round trip.</p>",
+                escape(&cell.cell_id),
+                i.ratio.unwrap_or(1.0)
+            );
+        }
+    }
+    for cell in verdict.timing_regressions() {
         if let Some(change) = cell.change {
             let _ = writeln!(
                 body,

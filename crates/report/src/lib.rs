@@ -172,10 +172,14 @@ pub fn headline(report: &LegReport) -> (String, String) {
 /// that only inform (an emulated leg, a machine that changed).
 pub fn regressed_text(verdict: &ipc_matrix_baseline::RunVerdict) -> String {
     let all = verdict.count(ipc_matrix_baseline::Verdict::Regressed);
-    let informing = all - verdict.gating_regressions().count();
-    match informing {
+    let informing = all.saturating_sub(verdict.timing_regressions().count());
+    let timing = match informing {
         0 => format!("{all} regressed"),
         n => format!("{all} regressed ({n} only informational)"),
+    };
+    match verdict.instruction_regressions().count() {
+        0 => timing,
+        n => format!("{timing}, {n} regressed in instructions"),
     }
 }
 

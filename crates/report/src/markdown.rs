@@ -33,7 +33,21 @@ pub fn markdown(report: &LegReport) -> String {
     if let Some(why) = &verdict.informational {
         let _ = writeln!(md, "> [!NOTE]\n> Informational only: {why}.\n");
     }
-    for cell in verdict.gating_regressions() {
+    for cell in verdict.instruction_regressions() {
+        let Some(i) = &cell.instructions else {
+            continue;
+        };
+        let _ = writeln!(
+            md,
+            "> [!WARNING]\n> `{}` regressed in instructions: {} -> {} guest instructions per round trip ({:.3}x, margin {:.1} %).\n",
+            cell.cell_id,
+            i.baseline.map_or("-".into(), |b| format!("{b:.0}")),
+            format_args!("{:.0}", i.current),
+            i.ratio.unwrap_or(1.0),
+            i.margin * 100.0
+        );
+    }
+    for cell in verdict.timing_regressions() {
         let change = cell.change.expect("a regression has a change");
         let _ = writeln!(
             md,
@@ -46,8 +60,8 @@ pub fn markdown(report: &LegReport) -> String {
         );
     }
 
-    md.push_str("| cell | result | p50 | p99 | p99.9 | round trips/s | MB/s | baseline p50 | ratio (95 % CI) | verdict |\n");
-    md.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    md.push_str("| cell | result | p50 | p99 | p99.9 | round trips/s | MB/s | baseline p50 | ratio (95 % CI) | verdict | instructions/round trip | instructions |\n");
+    md.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n");
     for (result, cell) in report.results.iter().zip(&verdict.cells) {
         let latency = result.latency_ns;
         let dash = || "-".to_string();
@@ -57,9 +71,10 @@ pub fn markdown(report: &LegReport) -> String {
             (v, true) => v.as_str().to_string(),
             (v, false) => format!("{} (informational)", v.as_str()),
         };
+        let (instructions, instruction_verdict) = instruction_columns(cell);
         let _ = writeln!(
             md,
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             result.cell.id,
             if result.outcome.passed {
                 "pass"
@@ -79,6 +94,8 @@ pub fn markdown(report: &LegReport) -> String {
             cell.change
                 .map_or_else(dash, |c| ratio(c.ratio, c.ci_low, c.ci_high)),
             verdict_text,
+            instructions,
+            instruction_verdict,
         );
     }
 
@@ -266,4 +283,20 @@ fn payload_list(report: &LegReport) -> String {
     sizes.sort_unstable();
     sizes.dedup();
     sizes.into_iter().map(bytes).collect::<Vec<_>>().join(", ")
+}
+
+/// The instructions per round trip of a counted cell, and their verdict.
+fn instruction_columns(cell: &ipc_matrix_baseline::CellVerdict) -> (String, String) {
+    let Some(i) = &cell.instructions else {
+        return ("-".into(), "-".into());
+    };
+    let verdict = match (i.verdict, i.gating) {
+        (Verdict::Regressed, true) => format!("**regressed** {:.3}x", i.ratio.unwrap_or(1.0)),
+        (v, gating) => {
+            let ratio = i.ratio.map_or(String::new(), |r| format!(" {r:.3}x"));
+            let inform = if gating { "" } else { " (informational)" };
+            format!("{}{ratio}{inform}", v.as_str())
+        }
+    };
+    (format!("{:.0}", i.current), verdict)
 }

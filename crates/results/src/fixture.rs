@@ -98,6 +98,7 @@ pub fn passed(cell: &Cell, environment: &Environment, samples_ns: Vec<u64>) -> C
         core_to_core_after_ns: Some(150),
         cpu_pressure: Some(0.0),
         peer_delay_us: None,
+        peer_extra_work: None,
         wall_seconds: seconds + 0.05,
         finished_at_unix: 1_796_000_000,
         environment: environment.clone(),

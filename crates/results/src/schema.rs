@@ -55,6 +55,10 @@ pub struct CellResult {
     /// A delay the peer was told to add before each reply (`IPC_MATRIX_PEER_DELAY_US`);
     /// such a result measures a deliberately slowed peer.
     pub peer_delay_us: Option<u64>,
+    /// Units of deterministic work the peer was told to do before each reply
+    /// (`IPC_MATRIX_PEER_EXTRA_WORK`): more instructions on purpose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_extra_work: Option<u64>,
     /// `udp-load` cells: what the clients sent and what came back.
     #[serde(default)]
     pub load: Option<LoadStats>,

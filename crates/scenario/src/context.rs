@@ -57,6 +57,7 @@ impl RunOptions {
             idle_timeout: self.setup_timeout + exchange * 2,
             fault: self.fault,
             delay: self.peer_delay_for(cell),
+            extra_work: self.peer_extra_work_for(cell),
             cpu,
             codec: cell.work.codec(),
             role,
@@ -72,7 +73,12 @@ impl RunOptions {
 
     pub(crate) fn peer_delay_for(&self, cell: &Cell) -> Option<Duration> {
         let delay = self.peer_delay.as_ref()?;
-        delay.applies_to(&cell.id).then_some(delay.per_reply)
+        (delay.applies_to(&cell.id) && !delay.per_reply.is_zero()).then_some(delay.per_reply)
+    }
+
+    pub(crate) fn peer_extra_work_for(&self, cell: &Cell) -> Option<u64> {
+        let delay = self.peer_delay.as_ref()?;
+        (delay.applies_to(&cell.id) && delay.extra_work > 0).then_some(delay.extra_work)
     }
 }
 

@@ -42,7 +42,7 @@ pub use context::RunOptions;
 pub use counting::{COUNT_FILE_ENV, QEMU_CPU_ENV};
 pub use fault::{Fault, FaultKind};
 pub use payload::{pseudo_random_bytes, Payload};
-pub use peer::{PeerDelay, PEER_DELAY_CELLS_ENV, PEER_DELAY_ENV, SERVE_ARG};
+pub use peer::{PeerDelay, PEER_DELAY_CELLS_ENV, PEER_DELAY_ENV, PEER_EXTRA_WORK_ENV, SERVE_ARG};
 pub use placement::PIN_ENV;
 pub use probe::core_to_core_ns;
 pub use run::run_cell;

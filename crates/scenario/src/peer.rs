@@ -13,36 +13,51 @@ pub const SERVE_ARG: &str = "serve";
 /// Microseconds the peer waits before each reply: the documented way to slow a peer
 /// down and see a regression flagged.
 pub const PEER_DELAY_ENV: &str = "IPC_MATRIX_PEER_DELAY_US";
+/// Units of deterministic work (a fixed loop, not a timed spin) the peer does before each
+/// reply: the documented way to add instructions on purpose and see the instruction
+/// verdict flag it, on every leg.
+pub const PEER_EXTRA_WORK_ENV: &str = "IPC_MATRIX_PEER_EXTRA_WORK";
 /// A regular expression choosing the cells whose peer is slowed; all cells when unset.
 pub const PEER_DELAY_CELLS_ENV: &str = "IPC_MATRIX_PEER_DELAY_CELLS";
 
-/// A delay added by the peer before every reply, to the cells it applies to.
+/// A delay (a timed spin) and extra work (a fixed loop) added by the peer before every
+/// reply, to the cells it applies to.
 #[derive(Debug, Clone)]
 pub struct PeerDelay {
     pub per_reply: Duration,
+    pub extra_work: u64,
     pub cells: Option<regex::Regex>,
 }
 
 impl PeerDelay {
-    /// Reads [`PEER_DELAY_ENV`] and [`PEER_DELAY_CELLS_ENV`]; `None` when no delay is set.
+    /// Reads [`PEER_DELAY_ENV`], [`PEER_EXTRA_WORK_ENV`] and [`PEER_DELAY_CELLS_ENV`];
+    /// `None` when neither a delay nor extra work is set.
     pub fn from_env() -> Result<Option<Self>, String> {
-        let Ok(micros) = std::env::var(PEER_DELAY_ENV) else {
-            return Ok(None);
+        let number = |key: &str, what: &str| -> Result<u64, String> {
+            match std::env::var(key) {
+                Ok(value) => value
+                    .trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("{key}={value:?} is not a whole number of {what}")),
+                Err(_) => Ok(0),
+            }
         };
-        let per_reply = micros
-            .trim()
-            .parse::<u64>()
-            .map(Duration::from_micros)
-            .map_err(|_| {
-                format!("{PEER_DELAY_ENV}={micros:?} is not a whole number of microseconds")
-            })?;
+        let per_reply = Duration::from_micros(number(PEER_DELAY_ENV, "microseconds")?);
+        let extra_work = number(PEER_EXTRA_WORK_ENV, "work units")?;
+        if per_reply.is_zero() && extra_work == 0 {
+            return Ok(None);
+        }
         let cells = match std::env::var(PEER_DELAY_CELLS_ENV) {
             Ok(pattern) => Some(regex::Regex::new(&pattern).map_err(|e| {
                 format!("{PEER_DELAY_CELLS_ENV}={pattern:?} is not a regular expression: {e}")
             })?),
             Err(_) => None,
         };
-        Ok(Some(Self { per_reply, cells }))
+        Ok(Some(Self {
+            per_reply,
+            extra_work,
+            cells,
+        }))
     }
 
     pub fn applies_to(&self, cell_id: &str) -> bool {
@@ -62,6 +77,9 @@ pub struct PeerConfig {
     pub fault: Option<Fault>,
     /// Added before every reply (see [`PEER_DELAY_ENV`]).
     pub delay: Option<Duration>,
+    /// Units of deterministic work before every reply (see [`PEER_EXTRA_WORK_ENV`]).
+    #[serde(default)]
+    pub extra_work: Option<u64>,
     /// The CPU the peer pins itself to.
     pub cpu: Option<usize>,
     /// `codec` cells: decode every message as a sensor frame in this format and reply with
@@ -116,6 +134,27 @@ pub fn monotonic_ns() -> u64 {
         libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
     }
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// What a peer does before each reply when told to be slower: the timed spin, then the
+/// deterministic work.
+pub(crate) fn before_reply(config: &PeerConfig) {
+    if let Some(delay) = config.delay {
+        spin_for(delay);
+    }
+    if let Some(units) = config.extra_work {
+        extra_work(units);
+    }
+}
+
+/// `units` rounds of a fixed computation: the same guest instructions every time, on
+/// every CPU, whatever the timing (unlike [`spin_for`]).
+pub(crate) fn extra_work(units: u64) -> u64 {
+    let mut state = units;
+    for _ in 0..units {
+        state = std::hint::black_box(ipc_matrix_spec::splitmix64(&mut state));
+    }
+    state
 }
 
 /// Waits `delay` before a reply. A spin, not a sleep: sleeping adds the timer slack

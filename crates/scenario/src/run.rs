@@ -142,6 +142,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         core_to_core_after_ns: probe_after,
         cpu_pressure,
         peer_delay_us: options.peer_delay_for(cell).map(|d| d.as_micros() as u64),
+        peer_extra_work: options.peer_extra_work_for(cell),
         load: tally.load,
         logging: tally.logging,
         instructions,

@@ -64,7 +64,12 @@ pub fn report_legs(
         let dir = ipc_matrix_results::run_dir(results, leg, profile);
         let written = write_leg_report(&dir, &report)
             .with_context(|| format!("writing the reports into {}", dir.display()))?;
-        if report.verdict.cells.iter().any(|c| c.change.is_some()) {
+        if report
+            .verdict
+            .cells
+            .iter()
+            .any(|c| c.change.is_some() || c.instructions.is_some())
+        {
             println!("{}", verdict_table(&report));
         }
         for cell in &report.verdict.cells {

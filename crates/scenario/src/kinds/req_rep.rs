@@ -7,7 +7,7 @@ use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
 use crate::failure::{expect_clean_exit, setup_failure};
 use crate::fault::Fault;
-use crate::peer::{commit, spin_for, PeerConfig, PeerRole};
+use crate::peer::{before_reply, commit, PeerConfig, PeerRole};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_results::{Failure, FailureKind};
@@ -253,9 +253,7 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
             .map_err(|e| format!("message {index}: {e}"))?;
         let last = message.is_empty();
         if !last {
-            if let Some(delay) = config.delay {
-                spin_for(delay);
-            }
+            before_reply(config);
             if let Some(fault) = fault.filter(|f| f.at == index) {
                 commit(fault.kind, &mut message);
             }

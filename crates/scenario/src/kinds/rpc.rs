@@ -8,7 +8,7 @@ use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
 use crate::failure::{expect_clean_exit, peer_epilogue, setup_failure};
 use crate::fault::Fault;
-use crate::peer::{commit, spin_for, PeerConfig, PeerRole};
+use crate::peer::{commit, extra_work, spin_for, PeerConfig, PeerRole};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use capnp::capability::{Promise, Response};
@@ -326,6 +326,7 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
         let server: echo::Client = capnp_rpc::new_client(EchoServer {
             fault: config.fault,
             delay: config.delay,
+            extra_work: config.extra_work,
             calls: Counter::new(0),
             count: config.count,
         });
@@ -339,6 +340,7 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
 struct EchoServer {
     fault: Option<Fault>,
     delay: Option<Duration>,
+    extra_work: Option<u64>,
     calls: Counter<u64>,
     /// The peer's instruction counting: one window on the serving thread from the first
     /// measured call until the connection ends (the RPC system's own work between calls
@@ -368,6 +370,9 @@ impl echo::Server for EchoServer {
         let echoed = params.get().and_then(|p| p.get_data()).map(|data| {
             if let Some(delay) = self.delay {
                 spin_for(delay);
+            }
+            if let Some(units) = self.extra_work {
+                extra_work(units);
             }
             match self.fault.filter(|f| f.at == index) {
                 None => results.get().set_data(data),
