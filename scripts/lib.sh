@@ -26,6 +26,13 @@ ensure_nextest() {
 # The ipc-matrix CLI, built with the test profile like the suite, so nothing compiles twice.
 ipc_matrix() { cargo run --locked --quiet --profile test -p ipc-matrix -- "$@"; }
 
+# The QEMU plugin that counts guest instructions (crates/qemu-count), built for this
+# machine; scripts/qemu-run loads it when it exists.
+ensure_count_plugin() {
+  say "cargo build --release -p ipc-matrix-qemu-count (the instruction-count plugin)"
+  cargo build --locked --quiet --release -p ipc-matrix-qemu-count
+}
+
 # The profile the suite ran (the harness reads the same variable).
 suite_profile() { printf '%s' "${IPC_MATRIX_PROFILE:-quick}"; }
 
@@ -37,7 +44,11 @@ write_reports() {
   for leg in "$@"; do
     if [ -d "target/ipc-matrix/$leg/$profile/cells" ]; then
       say "report: $leg ($profile)"
-      ipc_matrix report --profile "$profile" --leg "$leg" || first_failure $?
+      # Instruction regressions fail the step where the leg blocks merges (or when asked):
+      # counts are deterministic, so they gate on every leg; timings only warn.
+      local strict=()
+      [ "${STRICT_INSTRUCTIONS:-false}" = true ] && strict=(--strict-instructions)
+      ipc_matrix report --profile "$profile" --leg "$leg" "${strict[@]}" || first_failure $?
     else
       say "report: $leg has no results for profile $profile (no cell ran); skipped"
     fi

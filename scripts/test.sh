@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The test command (also what CI runs): formatting, lints, then every test through
 # nextest's `ci` profile, on this machine and on aarch64 under QEMU: unit tests, the
-# fault-injection tests, and one test per cell of the quick profile. Ends by writing each
-# leg's reports (judged against baselines/) and the two legs side by side. Also runs the
+# fault-injection tests, and one test per cell of the quick profile. The aarch64 leg
+# counts guest instructions as it runs; the host's cells run once more under QEMU for its
+# own architecture to count them (scripts/count-pass.sh). Ends by writing each leg's
+# reports (judged against baselines/, instructions included) and two legs side by side. Also runs the
 # transport crate's tests on s390x (big-endian) under QEMU. Installs cargo-nextest, the
 # aarch64 and s390x rustup targets, their cross gcc and g++ and qemu-user, and protoc,
 # capnp and pyzmq (the interop tests' reference implementations) if missing.
@@ -31,6 +33,8 @@ cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$host.xml" || true
 emulated=aarch64-unknown-linux-gnu
 if [ "$host" != "$emulated" ]; then
   scripts/setup-target.sh "$emulated"
+  # Built first: the emulated suite counts guest instructions as it runs.
+  ensure_count_plugin
   say "emulated suite: cargo nextest run --profile ci --target $emulated (QEMU user mode)"
   cargo nextest run --locked --workspace --profile ci --target "$emulated" "$@" || first_failure $?
   cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$emulated.xml" || true
@@ -48,6 +52,11 @@ if [ "$host" != "$big_endian" ]; then
     first_failure $?
   cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$big_endian-transport.xml" || true
 fi
+
+# The host's instruction-count pass: its cells again under QEMU for its own architecture,
+# counted on a fixed emulated CPU; the leg <host>@qemu is judged on instructions.
+scripts/count-pass.sh "$host" || first_failure $?
+legs+=("$host@qemu")
 
 write_reports "${legs[@]}" || first_failure $?
 profile="$(suite_profile)"

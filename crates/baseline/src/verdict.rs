@@ -256,7 +256,8 @@ fn judge_cell(
     }
     let base = baseline.and_then(|b| b.cells.get(&result.cell.id));
     if result.outcome.passed {
-        verdict.instructions = judge_instructions(result, base, &mut verdict.notes);
+        let compiled_by = baseline.map(|b| b.environment.rustc.as_str());
+        verdict.instructions = judge_instructions(result, base, compiled_by, &mut verdict.notes);
     }
     if let Some(base) = base {
         verdict.baseline_p50_ns = Some(base.median_ns());
@@ -346,6 +347,7 @@ fn judge_cell(
 fn judge_instructions(
     result: &CellResult,
     base: Option<&BaselineCell>,
+    compiled_by: Option<&str>,
     notes: &mut Vec<String>,
 ) -> Option<InstructionVerdict> {
     let counts = result.instructions.as_ref()?;
@@ -384,6 +386,14 @@ fn judge_instructions(
                 counts.cpu_model.as_deref().unwrap_or("unknown")
             ));
         }
+    }
+    // Another compiler emits other code: its counts are news, not a regression of ours.
+    if let Some(then) = compiled_by.filter(|then| *then != result.environment.rustc) {
+        verdict.gating = false;
+        notes.push(format!(
+            "compiled by {} (the baseline: {then}), so its instruction count only informs",
+            result.environment.rustc
+        ));
     }
     let spread = (totals[totals.len() - 1] - totals[0]) / centre.max(1.0);
     verdict.margin = INSTRUCTION_MIN_CHANGE.max(INSTRUCTION_NOISE_FACTOR * spread);

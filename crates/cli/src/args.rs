@@ -63,6 +63,30 @@ pub struct Judging {
     /// A regression fails (exit 3) instead of warning; also set per profile in matrix.yaml.
     #[arg(long)]
     pub strict: bool,
+    /// A regression in guest instructions per round trip fails (exit 3); timing
+    /// regressions still only warn. Instruction counts are deterministic, so this is the
+    /// gate for CI, where timings are noisy.
+    #[arg(long)]
+    pub strict_instructions: bool,
+}
+
+impl Judging {
+    /// What fails the run.
+    pub fn gate(&self) -> Gate {
+        match (self.strict, self.strict_instructions) {
+            (true, _) => Gate::Every,
+            (false, true) => Gate::Instructions,
+            (false, false) => Gate::Warn,
+        }
+    }
+}
+
+/// Which gating regressions fail the run (exit 3) rather than warn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    Warn,
+    Instructions,
+    Every,
 }
 
 #[derive(clap::Args)]

@@ -51,7 +51,7 @@ enum Command {
         judging: Judging,
         /// Result folders (`<results>/<leg>/<profile>`) to put side by side, first one the
         /// reference; writes comparison.md and comparison.html.
-        #[arg(long, num_args = 2.., value_name = "DIR", conflicts_with_all = ["leg", "strict"])]
+        #[arg(long, num_args = 2.., value_name = "DIR", conflicts_with_all = ["leg", "strict", "strict_instructions"])]
         compare: Vec<PathBuf>,
         /// Where --compare writes; default: <results>/compare.
         #[arg(long, value_name = "DIR", requires = "compare")]

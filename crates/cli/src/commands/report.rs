@@ -1,7 +1,7 @@
 //! `ipc-matrix report`: each leg's reports judged against its baseline, or with
 //! `--compare` result folders side by side. `ipc-matrix run` ends with the same judging.
 
-use crate::args::{Judging, StoredResults};
+use crate::args::{Gate, Judging, StoredResults};
 use anyhow::{Context, Result};
 use ipc_matrix::exit_code;
 use ipc_matrix::reporting::{
@@ -20,13 +20,14 @@ pub fn run(
     out: Option<PathBuf>,
 ) -> Result<u8> {
     if compare.is_empty() {
+        let gate = judging.gate();
         stored.policy().and_then(|policy| {
             report_legs(
                 &stored.results_dir(),
                 &baselines_dir(judging.baselines, &stored.matrix),
                 &stored.legs()?,
                 &stored.profile,
-                (policy, judging.strict),
+                (policy, gate),
                 None,
             )
         })
@@ -44,10 +45,11 @@ pub fn report_legs(
     baselines: &Path,
     legs: &[String],
     profile: &str,
-    (policy, strict_flag): (RegressionPolicy, bool),
+    (policy, gate): (RegressionPolicy, Gate),
     run: Option<&str>,
 ) -> Result<u8> {
-    let strict = strict_flag || policy.strict;
+    let gate = if policy.strict { Gate::Every } else { gate };
+    let strict = gate != Gate::Warn;
     if !baselines.is_dir() {
         let missing = format!("no baselines folder at {}", baselines.display());
         if strict {
@@ -104,7 +106,10 @@ pub fn report_legs(
                 report.verdict.leg, cell.cell_id
             );
         }
-        regressions += report.verdict.gating_regressions().count();
+        regressions += match gate {
+            Gate::Instructions => report.verdict.instruction_regressions().count(),
+            Gate::Warn | Gate::Every => report.verdict.gating_regressions().count(),
+        };
         println!(
             "reports: {}\n         {}\n         {}",
             written.markdown.display(),
@@ -115,7 +120,13 @@ pub fn report_legs(
     Ok(match (regressions, strict) {
         (0, _) => exit_code::OK,
         (_, true) => {
-            eprintln!("error: {regressions} regression(s) and the run is strict");
+            eprintln!(
+                "error: {regressions} regression(s) and the run is strict{}",
+                match gate {
+                    Gate::Instructions => " about instructions",
+                    Gate::Warn | Gate::Every => "",
+                }
+            );
             exit_code::REGRESSED
         }
         (_, false) => exit_code::OK,

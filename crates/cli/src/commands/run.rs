@@ -37,7 +37,7 @@ pub fn run(
             &baselines,
             &[leg],
             &selection.profile,
-            (policy, judging.strict),
+            (policy, judging.gate()),
             Some(&options.run_id),
         )?;
         Ok(code.max(judged))
