@@ -198,12 +198,8 @@ const STREAM_BUFFER: u64 = 64 * 1024;
 /// or stream messages over [`STREAM_BUFFER`] (three runs of `bulk::local::1MB` differed by
 /// 23 % in instructions, `bulk::tcp::1MB` under aarch64 by 36 %).
 fn counts_depend_on_timing(cell: &Cell, options: &RunOptions) -> bool {
-    let stream = match cell.transport {
-        TransportKind::Local | TransportKind::Tcp | TransportKind::Pipe => true,
-        TransportKind::Shm | TransportKind::Udp | TransportKind::File => false,
-    };
     cell.wake == Some(WakeMode::BusyPoll)
         || options.peer_delay_for(cell).is_some()
         || cell.transport == TransportKind::Udp
-        || (stream && cell.payload_bytes > STREAM_BUFFER)
+        || (cell.transport.is_byte_stream() && cell.payload_bytes > STREAM_BUFFER)
 }

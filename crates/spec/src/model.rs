@@ -227,6 +227,15 @@ impl TransportKind {
             TransportKind::File => "file",
         }
     }
+
+    /// Carries a byte stream that messages are framed on (a message larger than the
+    /// kernel's buffer then takes as many reads and writes as the timing allows).
+    pub fn is_byte_stream(self) -> bool {
+        match self {
+            TransportKind::Local | TransportKind::Tcp | TransportKind::Pipe => true,
+            TransportKind::Shm | TransportKind::Udp | TransportKind::File => false,
+        }
+    }
 }
 
 impl fmt::Display for TransportKind {
