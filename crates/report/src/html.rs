@@ -123,7 +123,7 @@ pub fn html(report: &LegReport) -> String {
         }
     }
 
-    body.push_str("<table>\n<tr><th>cell</th><th>result</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>round trips/s</th><th>MB/s</th><th>baseline p50</th><th>ratio (95 % CI)</th><th>verdict</th></tr>\n");
+    body.push_str("<table>\n<tr><th>cell</th><th>result</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>round trips/s</th><th>MB/s</th><th>baseline p50</th><th>ratio (95 % CI)</th><th>verdict</th><th>instructions/round trip</th><th>instructions</th></tr>\n");
     for (result, cell) in report.results.iter().zip(&verdict.cells) {
         let l = result.latency_ns;
         let dash = || "-".to_string();
@@ -138,9 +138,11 @@ pub fn html(report: &LegReport) -> String {
         } else {
             format!("{} (informational)", cell.verdict.as_str())
         };
+        let (instructions, instruction_verdict, regressed) = crate::instruction_columns(cell);
+        let instruction_class = if regressed { "regressed" } else { "" };
         let _ = writeln!(
             body,
-            "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td></tr>",
+            "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td><td class=\"{instruction_class}\">{}</td></tr>",
             escape(&result.cell.id),
             if result.outcome.passed { "" } else { "failed" },
             if result.outcome.passed { "pass" } else { "FAIL" },
@@ -154,6 +156,8 @@ pub fn html(report: &LegReport) -> String {
             cell.baseline_p50_ns.map_or_else(dash, nanos),
             cell.change.map_or_else(dash, |c| ratio(c.ratio, c.ci_low, c.ci_high)),
             escape(&verdict_text),
+            instructions,
+            escape(&instruction_verdict),
         );
     }
     body.push_str("</table>\n");

@@ -243,3 +243,21 @@ pub fn fan_results(report: &LegReport) -> Vec<&CellResult> {
 pub fn transport_label(result: &CellResult) -> String {
     result.cell.transport_label()
 }
+
+/// A counted cell's guest instructions per round trip (`1329`), the verdict on them
+/// (`unchanged 1.000x`, `regressed 1.155x (informational)`), and whether that verdict is a
+/// gating regression; dashes for a cell that was not counted.
+pub(crate) fn instruction_columns(
+    cell: &ipc_matrix_baseline::CellVerdict,
+) -> (String, String, bool) {
+    let Some(i) = &cell.instructions else {
+        return ("-".into(), "-".into(), false);
+    };
+    let ratio = i.ratio.map_or(String::new(), |r| format!(" {r:.3}x"));
+    let inform = if i.gating { "" } else { " (informational)" };
+    (
+        format!("{:.0}", i.current),
+        format!("{}{ratio}{inform}", i.verdict.as_str()),
+        cell.instructions_regressed(),
+    )
+}

@@ -71,7 +71,12 @@ pub fn markdown(report: &LegReport) -> String {
             (v, true) => v.as_str().to_string(),
             (v, false) => format!("{} (informational)", v.as_str()),
         };
-        let (instructions, instruction_verdict) = instruction_columns(cell);
+        let (instructions, instruction_verdict, regressed) = crate::instruction_columns(cell);
+        let instruction_verdict = if regressed {
+            format!("**{instruction_verdict}**")
+        } else {
+            instruction_verdict
+        };
         let _ = writeln!(
             md,
             "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -283,20 +288,4 @@ fn payload_list(report: &LegReport) -> String {
     sizes.sort_unstable();
     sizes.dedup();
     sizes.into_iter().map(bytes).collect::<Vec<_>>().join(", ")
-}
-
-/// The instructions per round trip of a counted cell, and their verdict.
-fn instruction_columns(cell: &ipc_matrix_baseline::CellVerdict) -> (String, String) {
-    let Some(i) = &cell.instructions else {
-        return ("-".into(), "-".into());
-    };
-    let verdict = match (i.verdict, i.gating) {
-        (Verdict::Regressed, true) => format!("**regressed** {:.3}x", i.ratio.unwrap_or(1.0)),
-        (v, gating) => {
-            let ratio = i.ratio.map_or(String::new(), |r| format!(" {r:.3}x"));
-            let inform = if gating { "" } else { " (informational)" };
-            format!("{}{ratio}{inform}", v.as_str())
-        }
-    };
-    (format!("{:.0}", i.current), verdict)
 }
