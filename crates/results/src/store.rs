@@ -101,12 +101,14 @@ pub fn read_run(run_dir: &Path, wanted: Option<&str>) -> io::Result<RunResults> 
     );
     let mut current: Vec<(PathBuf, CellResult)> = Vec::new();
     let mut other_versions = 0;
+    let located =
+        |e: io::Error, path: &Path| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
     for entry in entries {
-        let path = entry?.path();
+        let path = entry.map_err(|e| located(e, &cells))?.path();
         if path.extension().is_none_or(|e| e != "json") {
             continue;
         }
-        let bytes = std::fs::read(&path)?;
+        let bytes = std::fs::read(&path).map_err(|e| located(e, &path))?;
         let value: serde_json::Value = serde_json::from_slice(&bytes)
             .map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?;
         let version = value.get("schema_version").and_then(|v| v.as_u64());

@@ -1,0 +1,258 @@
+//! `kill -9` in the middle of a run: of the measuring process, and in some rounds of its
+//! peer first. No process of the killed run is left (peers die with their parent), and
+//! the next run removes everything the killed ones left in /dev/shm and the temporary
+//! directory (once it is over a second old), naming what it removed.
+
+mod common;
+
+use common::{text, Scratch};
+use ipc_matrix_spec::splitmix64;
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+/// Cells long enough to be killed inside (a logging cell, whose private directory lives
+/// for the whole cell, then echo over shared memory in both wake modes, a local socket and
+/// TCP), and one quick cell for the run that comes after.
+const MATRIX: &str = r#"
+version: 1
+targets:
+  - { triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }
+profiles:
+  quick: { description: test }
+scenarios:
+  - { name: logging, kind: logging, transports: [file], sinks: [write-per-line], payloads: [64B], iterations: 300000, warmup: 0, budget: 30s }
+  - { name: echo, kind: echo, transports: [shm, local, tcp], wake: [blocking, busy-poll], payloads: [200B], iterations: 30000, warmup: 10, timeout: 5s }
+  - { name: after, kind: echo, transports: [tcp], payloads: [200B], iterations: 100, warmup: 0, timeout: 5s }
+"#;
+const KILLED_CELLS: &str = "/^(logging|echo)::/";
+const ROUNDS: u64 = 5;
+const SEED: u64 = 0x6b69_6c6c_2d39;
+/// The sweep leaves artefacts younger than a second alone (their creator may not have
+/// locked them yet): the next run starts later than that.
+const SWEEP_GRACE: Duration = Duration::from_millis(1_200);
+
+/// Pids of the processes of `group` (a process group), zombies left out.
+fn live_members(group: u32) -> Vec<u32> {
+    let mut members = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid pgrp ...: comm may hold spaces, so split after its ')'.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.first() != Some(&"Z") && fields.get(2) == Some(&group.to_string().as_str()) {
+            members.push(pid);
+        }
+    }
+    members
+}
+
+/// The children of `pid`, from every thread's children list.
+fn children(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            if let Ok(list) = std::fs::read_to_string(task.path().join("children")) {
+                found.extend(
+                    list.split_whitespace()
+                        .filter_map(|p| p.parse::<u32>().ok()),
+                );
+            }
+        }
+    }
+    found
+}
+
+fn sigkill(pid: u32) {
+    // SAFETY: kill with integer arguments.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+}
+
+/// Artefacts (`ipc-matrix.<pid>.…`) in /dev/shm and the temporary directory made by one
+/// of `pids`.
+fn artefacts_of(pids: &BTreeSet<u32>) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for dir in [Path::new("/dev/shm").to_path_buf(), std::env::temp_dir()] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let creator = name
+                .strip_prefix(ipc_matrix_transport::ARTIFACT_PREFIX)
+                .and_then(|rest| rest.split('.').next())
+                .and_then(|pid| pid.parse::<u32>().ok());
+            if creator.is_some_and(|pid| pids.contains(&pid)) {
+                found.push(entry.path());
+            }
+        }
+    }
+    found
+}
+
+/// The lines `child` prints, as they come.
+fn lines_of(child: &mut Child) -> Receiver<String> {
+    let stdout = child.stdout.take().unwrap();
+    let (send, receive) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    receive
+}
+
+#[test]
+fn a_killed_run_leaves_no_process_and_the_next_run_removes_its_leftovers() {
+    let s = Scratch::new("crash", MATRIX);
+    let mut rng = SEED;
+    let mut killed = BTreeSet::new();
+    let mut peers_killed = 0;
+    // What each killed run left; a later round's run removes it, or the last run.
+    let mut left_behind = Vec::new();
+    for round in 0..ROUNDS {
+        let mut run = s
+            .command(&["run", "--out", "out", "--filter", KILLED_CELLS])
+            // Its own process group: every process of the run, found after the kill
+            // whoever its parent is by then.
+            .process_group(0)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = run.id();
+        let lines = lines_of(&mut run);
+        // Odd rounds kill the peer of an echo cell first (once the logging cell, which has
+        // none, is over), then the measuring process. Round 0 kills the measuring process
+        // while it has an artefact in a shared place (the logging cell's private
+        // directory), so that the sweep has something to remove; round 2 while it has a
+        // peer, which must then die with it; the others at any moment.
+        let kill_peer = round % 2 == 1;
+        let with_peer = kill_peer || round == 2;
+        let started = Instant::now();
+        if with_peer {
+            let first = lines.recv_timeout(Duration::from_secs(10));
+            assert!(first.is_ok(), "round {round}: the first cell did not end");
+        }
+        if round == 0 {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while artefacts_of(&BTreeSet::from([pid])).is_empty() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(match round {
+            0 => splitmix64(&mut rng) % 100,
+            _ if with_peer => 50 + splitmix64(&mut rng) % 550,
+            _ => 100 + splitmix64(&mut rng) % 1_400,
+        }));
+        let mut peers = Vec::new();
+        if with_peer {
+            // Between two cells there is no peer for a moment.
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while peers.is_empty() && Instant::now() < deadline {
+                peers = children(pid);
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            assert!(!peers.is_empty(), "round {round}: no peer to be found");
+        }
+        let moment = started.elapsed();
+        assert!(
+            run.try_wait().unwrap().is_none(),
+            "round {round}: the run ended before {moment:?}; give its cells more to do"
+        );
+        killed.extend(peers.iter().copied());
+        if kill_peer {
+            peers.iter().copied().for_each(sigkill);
+            peers_killed += 1;
+            // A dead peer is noticed: its cell ends (fails) soon, and the run goes on.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let ended = std::iter::from_fn(|| {
+                lines
+                    .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                    .ok()
+            })
+            .find(|line| line.starts_with("FAIL") || line.starts_with("PASS"));
+            assert!(
+                ended.is_some(),
+                "round {round}: the cell whose peer was killed did not end"
+            );
+            assert!(run.try_wait().unwrap().is_none(), "round {round}");
+        }
+        sigkill(pid);
+        killed.insert(pid);
+        run.wait().unwrap();
+        drop(lines);
+        let mut of_this_run: BTreeSet<u32> = peers.iter().copied().collect();
+        of_this_run.insert(pid);
+        let left = artefacts_of(&of_this_run);
+        eprintln!(
+            "round {round}: killed {} at {moment:?}{}; it left {left:?}",
+            if kill_peer {
+                "a peer, then the run"
+            } else {
+                "the run"
+            },
+            if peers.is_empty() {
+                String::new()
+            } else {
+                format!(" (peer {peers:?})")
+            },
+        );
+        left_behind.extend(left);
+
+        // No process of the run is left: its peer dies with it (PR_SET_PDEATHSIG).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !live_members(pid).is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(
+            live_members(pid),
+            Vec::<u32>::new(),
+            "round {round} (killed at {moment:?}): processes of the killed run are left"
+        );
+        std::thread::sleep(SWEEP_GRACE);
+    }
+    assert!(peers_killed > 0, "no round found a peer to kill");
+
+    // What the killed runs left is removed by the next run, which names it.
+    let left = artefacts_of(&killed);
+    let next = s.run(&["run", "--out", "out", "--filter", "/^after::/"]);
+    assert_eq!(next.status.code(), Some(0), "{}", text(&next));
+    for path in &left {
+        assert!(
+            text(&next).contains(&format!(
+                "removed a leftover of a crashed run: {}",
+                path.display()
+            )),
+            "{} was not removed:\n{}",
+            path.display(),
+            text(&next)
+        );
+    }
+    assert_eq!(
+        artefacts_of(&killed),
+        Vec::<PathBuf>::new(),
+        "left by the killed runs after the next one"
+    );
+    assert!(
+        !left_behind.is_empty(),
+        "round 0 killed a run with an artefact, yet none was left"
+    );
+    eprintln!(
+        "{ROUNDS} rounds, {peers_killed} with a peer killed; the killed runs left {}",
+        left_behind.len()
+    );
+}
