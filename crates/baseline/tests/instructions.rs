@@ -20,6 +20,8 @@ fn counted(measuring: f64, peer: f64) -> CellResult {
     result.instructions = Some(InstructionCounts {
         measuring: Some(measuring),
         peer: Some(peer),
+        encode: None,
+        decode: None,
         windows: 300,
         cpu_model: Some("cortex-a72".into()),
         timing_dependent: false,

@@ -107,14 +107,14 @@ pub fn markdown(report: &LegReport) -> String {
     let codec_cells = codec_results(report);
     if !codec_cells.is_empty() {
         md.push_str("\n### Serialization (sensor frame, encode + send + peer decodes and re-encodes + reply + decode)\n\n");
-        md.push_str("| codec | transport | payload | round trip p50 | p99 | encode p50 | decode p50 | MB/s | cold (first round trip) |\n");
-        md.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+        md.push_str("| codec | transport | payload | round trip p50 | p99 | encode p50 | decode p50 | MB/s | cold (first round trip) | encode instructions | decode instructions |\n");
+        md.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for r in codec_cells {
             let dash = || "-".to_string();
             let stages = r.codec_ns;
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 r.cell.work.codec().map_or_else(dash, |c| c.to_string()),
                 r.cell.transport_label(),
                 r.cell.payload_label,
@@ -129,6 +129,8 @@ pub fn markdown(report: &LegReport) -> String {
                 r.throughput
                     .map_or_else(dash, |t| format!("{:.1}", t.mb_per_s)),
                 r.first_round_trip_ns.map_or_else(dash, nanos),
+                counted(r.instructions.as_ref().and_then(|i| i.encode)),
+                counted(r.instructions.as_ref().and_then(|i| i.decode)),
             );
         }
     }
@@ -288,4 +290,9 @@ fn payload_list(report: &LegReport) -> String {
     sizes.sort_unstable();
     sizes.dedup();
     sizes.into_iter().map(bytes).collect::<Vec<_>>().join(", ")
+}
+
+/// An instruction count, whole, or a dash when there is none.
+fn counted(instructions: Option<f64>) -> String {
+    instructions.map_or_else(|| "-".to_string(), |n| format!("{n:.0}"))
 }

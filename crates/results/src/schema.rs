@@ -197,6 +197,12 @@ pub struct InstructionCounts {
     pub measuring: Option<f64>,
     /// The peer's serving thread's instructions per reply.
     pub peer: Option<f64>,
+    /// Codec cells: the measuring side's encoding of one frame (part of `measuring`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encode: Option<f64>,
+    /// Codec cells: the measuring side's decoding of one reply (part of `measuring`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode: Option<f64>,
     /// Measured round trips whose windows were counted.
     pub windows: u64,
     /// The emulated CPU model (`QEMU_CPU`), which fixes the library code QEMU runs.

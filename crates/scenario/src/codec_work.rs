@@ -15,6 +15,8 @@ pub struct CodecWork {
     encoded: Vec<u8>,
     pub encode_times: Recorder,
     pub decode_times: Recorder,
+    /// Labels of the instruction-counting windows of encoding and decoding, when counted.
+    count: Option<(u64, u64)>,
 }
 
 impl CodecWork {
@@ -26,7 +28,14 @@ impl CodecWork {
             encoded: Vec::with_capacity(payload_bytes + FRAME_SLACK),
             encode_times: Recorder::new(),
             decode_times: Recorder::new(),
+            count: None,
         }
+    }
+
+    /// Counts the instructions of each measured encoding and decoding in windows of their
+    /// own (`labels`: encode, decode).
+    pub fn count_with(&mut self, labels: (u64, u64)) {
+        self.count = Some(labels);
     }
 
     pub fn codec(&self) -> Codec {
@@ -41,8 +50,11 @@ impl CodecWork {
 
     /// Encodes the prepared frame; the time is kept when `measured`.
     pub fn encode(&mut self, measured: bool) -> &[u8] {
+        let window = self.count.filter(|_| measured).map(|(encode, _)| encode);
+        window.inspect(|&label| ipc_matrix_count_window::open(label));
         let started = Instant::now();
         self.codec.encode(&self.frame, &mut self.encoded);
+        window.inspect(|&label| ipc_matrix_count_window::close(label));
         if measured {
             self.encode_times.record(started.elapsed());
         }
@@ -51,8 +63,11 @@ impl CodecWork {
 
     /// Decodes a reply; the time is kept when `measured`.
     pub fn decode(&mut self, reply: &[u8], measured: bool) -> Result<SensorFrame, DecodeError> {
+        let window = self.count.filter(|_| measured).map(|(_, decode)| decode);
+        window.inspect(|&label| ipc_matrix_count_window::open(label));
         let started = Instant::now();
         let decoded = self.codec.decode(reply);
+        window.inspect(|&label| ipc_matrix_count_window::close(label));
         if measured {
             self.decode_times.record(started.elapsed());
         }

@@ -21,6 +21,8 @@ pub const QEMU_CPU_ENV: &str = "QEMU_CPU";
 
 const MEASURING: u64 = 1;
 const PEER: u64 = 2;
+const ENCODE: u64 = 3;
+const DECODE: u64 = 4;
 
 /// The counting of one cell.
 #[derive(Debug, Clone)]
@@ -79,6 +81,12 @@ impl Counting {
         self.cell_label | MEASURING
     }
 
+    /// The labels of the measuring side's encoding and decoding windows (codec cells),
+    /// nested inside its round-trip windows.
+    pub(crate) fn codec_labels(&self) -> (u64, u64) {
+        (self.cell_label | ENCODE, self.cell_label | DECODE)
+    }
+
     /// What the peer is told, when it warms up for `warmup` messages.
     pub(crate) fn peer(&self, warmup: u64) -> PeerCounting {
         PeerCounting {
@@ -105,9 +113,16 @@ impl Counting {
         let peer = self.closed_windows(peer_file.clone(), self.cell_label | PEER);
         let _ = std::fs::remove_file(peer_file);
         let per_round_trip = |(sum, _): (u128, u64)| sum as f64 / round_trips.max(1) as f64;
+        let per_window = |(sum, n): (u128, u64)| sum as f64 / n.max(1) as f64;
+        let own_file = self.file_of(std::process::id());
+        let (encode, decode) = self.codec_labels();
         InstructionCounts {
             measuring: own.map(per_round_trip),
             peer: peer.map(per_round_trip),
+            encode: self
+                .closed_windows(own_file.clone(), encode)
+                .map(per_window),
+            decode: self.closed_windows(own_file, decode).map(per_window),
             windows: own.map_or(0, |(_, n)| n),
             cpu_model: std::env::var(QEMU_CPU_ENV).ok(),
             timing_dependent,

@@ -119,6 +119,9 @@ pub(crate) fn measure(
     let mut lost_in_a_row = 0;
     tally.peer_pid = Some(endpoint.peer().pid());
     let count_label = tally.counting.as_ref().map(|c| c.measuring_label());
+    if let (Requests::Frames(work), Some(counting)) = (&mut requests, &tally.counting) {
+        work.count_with(counting.codec_labels());
+    }
     for index in 0..total {
         let measured = index >= cell.warmup;
         match &mut requests {
