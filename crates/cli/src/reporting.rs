@@ -163,13 +163,11 @@ pub fn baselines_dir(explicit: Option<PathBuf>, matrix: &Path) -> PathBuf {
     })
 }
 
-/// `1329/rt unchanged 1.000x`, `2.1k/rt **regressed** 1.070x`: a counted cell's guest
-/// instructions per round trip and their verdict.
+/// `1329/rt unchanged 1.000x`: a counted cell's guest instructions per round trip and their
+/// verdict, as the reports give them.
 fn instructions_text(cell: &ipc_matrix_baseline::CellVerdict) -> String {
-    let Some(i) = &cell.instructions else {
-        return "-".into();
-    };
-    let ratio = i.ratio.map_or(String::new(), |r| format!(" {r:.3}x"));
-    let inform = if i.gating { "" } else { " (informational)" };
-    format!("{:.0}/rt {}{ratio}{inform}", i.current, i.verdict.as_str())
+    match ipc_matrix_report::instruction_columns(cell) {
+        (count, verdict, _) if cell.instructions.is_some() => format!("{count}/rt {verdict}"),
+        _ => "-".into(),
+    }
 }

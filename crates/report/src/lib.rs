@@ -13,7 +13,8 @@ mod seed_tables;
 pub mod units;
 
 use ipc_matrix_baseline::{judge, Baseline, RunVerdict};
-use ipc_matrix_results::CellResult;
+pub use ipc_matrix_results::write_atomically;
+use ipc_matrix_results::{write_all_or_none, CellResult};
 use ipc_matrix_spec::RegressionPolicy;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -85,55 +86,13 @@ pub fn write_leg_report(dir: &Path, report: &LegReport) -> io::Result<Written> {
         html: dir.join("report.html"),
         json: dir.join("results.json"),
     };
+    let (markdown, html, json) = (markdown(report), html(report), report.json());
     write_all_or_none(&[
-        (&written.markdown, markdown(report).into_bytes()),
-        (&written.html, html(report).into_bytes()),
-        (&written.json, report.json().into_bytes()),
+        (&written.markdown, markdown.as_bytes()),
+        (&written.html, html.as_bytes()),
+        (&written.json, json.as_bytes()),
     ])?;
     Ok(written)
-}
-
-/// Through a temporary file and a rename: a reader never sees half a report.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_all_or_none(&[(path, bytes.to_vec())])
-}
-
-/// Writes every file to a temporary name first and renames them only when all were
-/// written: on a full disk no file is updated (and no temporary file stays), so the three
-/// files of a report never describe two different runs.
-fn write_all_or_none(files: &[(&Path, Vec<u8>)]) -> io::Result<()> {
-    // `report.md.tmp<pid>`, not `report.tmp<pid>`: the files share a stem.
-    let tmp = |path: &Path| {
-        let mut name = path.file_name().unwrap_or_default().to_os_string();
-        name.push(format!(".tmp{}", std::process::id()));
-        path.with_file_name(name)
-    };
-    let remove_all = || {
-        for (path, _) in files {
-            let _ = std::fs::remove_file(tmp(path));
-        }
-    };
-    // A rename within one folder needs no space; it fails only when something is in the
-    // way, which is checked before anything is renamed.
-    if let Some((path, _)) = files.iter().find(|(path, _)| path.is_dir()) {
-        return Err(io::Error::new(
-            io::ErrorKind::IsADirectory,
-            format!("{}: a folder is in the way", path.display()),
-        ));
-    }
-    for (path, bytes) in files {
-        if let Err(e) = std::fs::write(tmp(path), bytes) {
-            remove_all();
-            return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display())));
-        }
-    }
-    for (path, _) in files {
-        if let Err(e) = std::fs::rename(tmp(path), path) {
-            remove_all();
-            return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display())));
-        }
-    }
-    Ok(())
 }
 
 /// What is said of result files of another schema, after their number.
@@ -247,9 +206,7 @@ pub fn transport_label(result: &CellResult) -> String {
 /// A counted cell's guest instructions per round trip (`1329`), the verdict on them
 /// (`unchanged 1.000x`, `regressed 1.155x (informational)`), and whether that verdict is a
 /// gating regression; dashes for a cell that was not counted.
-pub(crate) fn instruction_columns(
-    cell: &ipc_matrix_baseline::CellVerdict,
-) -> (String, String, bool) {
+pub fn instruction_columns(cell: &ipc_matrix_baseline::CellVerdict) -> (String, String, bool) {
     let Some(i) = &cell.instructions else {
         return ("-".into(), "-".into(), false);
     };

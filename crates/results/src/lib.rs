@@ -13,6 +13,6 @@ pub use schema::{
     LoggingStats, Outcome, Placement, Throughput, MAX_SAMPLES_KEPT, RESULT_SCHEMA_VERSION,
 };
 pub use store::{
-    cell_file_name, leg_name, read_results, read_run, run_dir, run_id, write_atomically,
-    write_result, RunResults, NEXTEST_RUN_ID_ENV,
+    cell_file_name, leg_name, read_results, read_run, run_dir, run_id, write_all_or_none,
+    write_atomically, write_result, RunResults, NEXTEST_RUN_ID_ENV,
 };

@@ -47,14 +47,47 @@ pub fn run_id() -> &'static str {
 /// Writes `bytes` to `path` through a temporary file in the same folder and a rename, so
 /// a reader never sees half a file; the temporary file is removed when anything fails.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(format!(".tmp{}", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    write_all_or_none(&[(path, bytes)])
+}
+
+/// Writes every file to a temporary name first and renames them only when all were
+/// written: on a full disk no file is updated (and no temporary file stays), so files
+/// that belong together (a report's three) never describe two different runs.
+pub fn write_all_or_none(files: &[(&Path, &[u8])]) -> io::Result<()> {
+    // `report.md.tmp<pid>`, not `report.tmp<pid>`: files may share a stem.
+    let tmp = |path: &Path| {
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".tmp{}", std::process::id()));
+        path.with_file_name(name)
+    };
+    let remove_all = || {
+        for (path, _) in files {
+            let _ = std::fs::remove_file(tmp(path));
+        }
+    };
+    let located =
+        |path: &Path, e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    // A rename within one folder needs no space; it fails only when something is in the
+    // way, which is checked before anything is renamed.
+    if let Some((path, _)) = files.iter().find(|(path, _)| path.is_dir()) {
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            format!("{}: a folder is in the way", path.display()),
+        ));
     }
-    written
+    for (path, bytes) in files {
+        if let Err(e) = std::fs::write(tmp(path), bytes) {
+            remove_all();
+            return Err(located(path, e));
+        }
+    }
+    for (path, _) in files {
+        if let Err(e) = std::fs::rename(tmp(path), path) {
+            remove_all();
+            return Err(located(path, e));
+        }
+    }
+    Ok(())
 }
 
 /// Writes one result under `<out>/<leg>/<profile>/cells/` and returns its path.
@@ -64,8 +97,8 @@ pub fn write_result(out: &Path, result: &CellResult) -> io::Result<PathBuf> {
         .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
     let path = dir.join(cell_file_name(&result.cell.id));
     let json = serde_json::to_vec_pretty(result).map_err(io::Error::other)?;
-    write_atomically(&path, &json)
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    // The error names the file already.
+    write_atomically(&path, &json)?;
     Ok(path)
 }
 

@@ -1,7 +1,7 @@
 //! What every kind's measuring side is given (the run's options) and what it fills in
 //! (the tally of round trips), shared below the kinds.
 
-use crate::counting::Counting;
+use crate::counting::{Counting, PeerCounting};
 use crate::failure::setup_failure;
 use crate::fault::Fault;
 use crate::measure::Recorder;
@@ -111,6 +111,12 @@ pub(crate) struct Tally {
 }
 
 impl Tally {
+    /// What the peer is told to count: its measured replies, after `warmup` messages,
+    /// when this cell is counted.
+    pub(crate) fn peer_counting(&self, warmup: u64) -> Option<PeerCounting> {
+        self.counting.as_ref().map(|c| c.peer(warmup))
+    }
+
     /// Counts round trip `index`: the first is kept as the cold cost, those after the
     /// warm-up are measured.
     pub(crate) fn count_round_trip(&mut self, index: u64, warmup: u64, round_trip: Duration) {

@@ -22,12 +22,13 @@ pub fn run(
 ) -> Result<u8> {
     selection.cells().and_then(|cells| {
         let out = out.unwrap_or_else(|| default_out_dir(Path::new(".")));
-        let leg = Environment::capture().leg();
+        let environment = Environment::capture();
+        let leg = environment.leg();
         // Before any cell runs: the folder is writable, and no other run writes into it.
         let _folder = RunFolder::claim(&out, &leg, &selection.profile)?;
         let options = RunOptions::from_env().map_err(anyhow::Error::msg)?;
         let code = run_cells(&cells, &out, &options, fail_fast)?;
-        if !Environment::capture().is_optimized() {
+        if !environment.is_optimized() {
             return Ok(code); // nothing was stored to judge
         }
         let policy = regression_policy(&selection.matrix, &selection.profile)?;

@@ -52,7 +52,7 @@ pub(crate) fn echo(
         PeerRole::Echo,
         limits.timeout,
     );
-    config.count = tally.counting.as_ref().map(|c| c.peer(cell.warmup));
+    config.count = tally.peer_counting(cell.warmup);
     let mut peer = options.start_peer(&config)?;
     let channel = acceptor
         .accept(peer.pid(), Instant::now() + options.setup_timeout)

@@ -96,7 +96,7 @@ pub(crate) fn req_rep(
         PeerRole::ZmqReply,
         calls.timeout,
     );
-    config.count = tally.counting.as_ref().map(|c| c.peer(cell.warmup));
+    config.count = tally.peer_counting(cell.warmup);
     let peer = options.start_peer(&config)?;
     let mut endpoint = ZmqEndpoint {
         socket,

@@ -76,7 +76,7 @@ pub(crate) fn rpc(
     let runtime = runtime().map_err(setup_failure)?;
     let local = LocalSet::new();
     let len = cell.payload_bytes as usize;
-    let count = tally.counting.as_ref().map(|c| c.peer(cell.warmup));
+    let count = tally.peer_counting(cell.warmup);
     let connected = local.block_on(
         &runtime,
         connect_peer(cell, calls, options, (peer_cpu, count), len),
