@@ -113,7 +113,7 @@ pub struct InstructionVerdict {
     pub ratio: Option<f64>,
     /// The ratio must clear 1 + margin (or fall under 1 - margin) to count.
     pub margin: f64,
-    /// False when the count depends on timing (busy-poll, a spun delay, a lossy
+    /// False when the count depends on timing (a spun delay, a lossy
     /// transport) or the emulated CPU model differs from the baseline's.
     pub gating: bool,
 }
@@ -372,7 +372,7 @@ fn judge_instructions(
     };
     if counts.timing_dependent {
         notes.push(
-            "its instruction count depends on timing (busy-poll, a spun delay or a lossy transport), so it only informs".into(),
+            "its instruction count depends on timing (a spun delay, a lossy transport or a stream message over the kernel's buffer), so it only informs".into(),
         );
     }
     let Some(centre) = (!totals.is_empty()).then(|| totals[totals.len() / 2]) else {

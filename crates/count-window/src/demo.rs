@@ -5,7 +5,7 @@
 //! count that leaks it is obvious. Used by the plugin's tests (x86_64, as the test
 //! binary itself) and by `examples/count-demo.rs` (any target, `scripts/count-demo.sh`).
 
-use crate::{close, open, window};
+use crate::{close, mark_pauses, open, pause, window};
 use std::hint::black_box;
 
 /// `iterations` of the loop.
@@ -30,6 +30,9 @@ pub const INNER: u64 = 9;
 /// A label whose two 32-bit halves both have their top bit set: it must arrive whole
 /// from 32-bit guests too (an empty window).
 pub const WIDE: u64 = 0xFEDC_BA98_8765_4321;
+/// `iterations` counted, with ten times as many inside a pause (and a nested pause) in
+/// between: counts as [`ONE`].
+pub const PAUSED: u64 = 11;
 /// Opened last and never closed: a `process-exit` record.
 pub const PROCESS_EXIT: u64 = 10;
 
@@ -100,6 +103,20 @@ pub fn run(iterations: u64, threads: usize) {
     }
     spin(iterations);
     close(OUTER);
+
+    mark_pauses();
+    {
+        let _w = window(PAUSED);
+        {
+            let _paused = pause();
+            spin(5 * iterations);
+            {
+                let _nested = pause();
+                spin(5 * iterations);
+            }
+        }
+        spin(iterations);
+    }
 
     open(PROCESS_EXIT);
     spin(iterations);

@@ -37,6 +37,14 @@
 //! measuring thread's round trips and one for the peer's serving threads. What the
 //! plugin does with an unusual sequence is part of [`End`].
 //!
+//! # Pauses
+//!
+//! [`pause`] stops the counting of every window open on the calling thread until its
+//! guard is dropped: waiting for another process is not the work a window measures, and
+//! how many instructions a wait takes depends on timing. A transport pauses around its
+//! waits; the harness turns the markers on with [`mark_pauses`] when it counts, so a
+//! wait costs nothing more otherwise.
+//!
 //! # Output
 //!
 //! The plugin appends one JSON object per line to the file named by its `out=`
@@ -49,6 +57,7 @@
 use serde::{Deserialize, Serialize};
 use std::marker::PhantomData;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The system call number of a marker, the same on every architecture (see the crate
 /// docs for why it is free everywhere).
@@ -60,6 +69,11 @@ pub const MARKER_MAGIC: u32 = 0x6970_636D;
 pub const OP_OPEN: u32 = 1;
 /// The second argument of a marker that closes a window.
 pub const OP_CLOSE: u32 = 2;
+/// The second argument of a marker that pauses the counting of every window open on the
+/// calling thread (see [`pause`]).
+pub const OP_PAUSE: u32 = 3;
+/// The second argument of a marker that resumes it.
+pub const OP_RESUME: u32 = 4;
 /// The environment variable that names the plugin's output file (read by the QEMU
 /// process, which passes its environment on to the guest).
 pub const COUNT_FILE_ENV: &str = "IPC_MATRIX_COUNT_FILE";
@@ -102,6 +116,49 @@ impl Window {
 impl Drop for Window {
     fn drop(&mut self) {
         close(self.label);
+    }
+}
+
+/// Whether [`pause`] issues markers: off until [`mark_pauses`], so that code which may
+/// wait (a transport) costs nothing more when nobody counts.
+static PAUSES_MARKED: AtomicBool = AtomicBool::new(false);
+
+/// Makes [`pause`] issue its markers in this process: call it when the process runs
+/// under the counting plugin. Windows are opened only by code that knows it counts, but
+/// waits happen in code that does not (a transport's wait for the other side).
+pub fn mark_pauses() {
+    PAUSES_MARKED.store(true, Ordering::Relaxed);
+}
+
+/// Pauses the counting of every window open on the calling thread until the returned
+/// guard is dropped: for waiting, whose instructions depend on how long the other side
+/// takes (a spin, a futex wait that returns early, one more look at a counter), not on
+/// the work measured. Pauses nest; counting resumes when the outermost ends. Without
+/// [`mark_pauses`] it issues nothing: one relaxed load.
+#[must_use = "counting resumes when the guard is dropped"]
+pub fn pause() -> Pause {
+    let marked = PAUSES_MARKED.load(Ordering::Relaxed);
+    if marked {
+        mark(OP_PAUSE, 0);
+    }
+    Pause {
+        marked,
+        _not_send: PhantomData,
+    }
+}
+
+/// A pause of the calling thread's counting (see [`pause`]), resumed on drop.
+#[derive(Debug)]
+pub struct Pause {
+    marked: bool,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for Pause {
+    fn drop(&mut self) {
+        if self.marked {
+            mark(OP_RESUME, 0);
+        }
     }
 }
 

@@ -90,11 +90,15 @@
 //! - Windows are per thread: a window opened on one thread and closed on another gives
 //!   a `close-without-open` record on the second and, later, a `thread-exit` or
 //!   `process-exit` record on the first.
+//! - A pause (`OP_PAUSE`) stops the counting of every window of its thread until the
+//!   matching resume (`OP_RESUME`); pauses nest. A window opened or closed during a pause
+//!   counts only what ran outside it. A resume without a pause is ignored.
 //! - More than 4096 threads alive at once: threads past that have no counter, and their
 //!   markers are ignored.
 
 use ipc_matrix_count_window::{
-    End, Record, COUNT_FILE_ENV, MARKER_MAGIC, MARKER_SYSCALL, OP_CLOSE, OP_OPEN,
+    End, Record, COUNT_FILE_ENV, MARKER_MAGIC, MARKER_SYSCALL, OP_CLOSE, OP_OPEN, OP_PAUSE,
+    OP_RESUME,
 };
 use qemu_plugin::install::{Args, Info};
 use qemu_plugin::plugin::{HasCallbacks, Register};
@@ -126,8 +130,34 @@ fn counter(vcpu: VCPUIndex) -> Option<u64> {
 /// The windows open on one vCPU, and the thread they belong to.
 struct Thread {
     tid: u32,
-    /// (label, counter at the open), in opening order.
+    /// (label, counted instructions at the open), in opening order.
     open: Vec<(u64, u64)>,
+    /// Instructions executed while paused, before the current pause.
+    paused_total: u64,
+    /// The counter when the current pause began, and how many pauses are nested.
+    pause: Option<(u64, u32)>,
+}
+
+impl Thread {
+    fn new(tid: u32) -> Self {
+        Self {
+            tid,
+            open: Vec::new(),
+            paused_total: 0,
+            pause: None,
+        }
+    }
+
+    /// The instructions this thread executed outside pauses, up to counter `now`.
+    fn counted(&self, now: u64) -> u64 {
+        let pausing = self.pause.map_or(0, |(since, _)| now - since);
+        now - self.paused_total - pausing
+    }
+
+    /// Nothing open and no pause: the entry can go.
+    fn idle(&self) -> bool {
+        self.open.is_empty() && self.pause.is_none()
+    }
 }
 
 struct State {
@@ -189,8 +219,9 @@ impl State {
     /// Ends every window open on `vcpu` with `end`, counted up to `now`.
     fn end_all(&mut self, vcpu: VCPUIndex, now: u64, end: End) {
         if let Some(thread) = self.threads.remove(&vcpu) {
+            let counted = thread.counted(now);
             for (label, start) in thread.open {
-                self.write(vcpu, thread.tid, label, Some(now - start), end);
+                self.write(vcpu, thread.tid, label, Some(counted - start), end);
             }
         }
     }
@@ -204,28 +235,50 @@ impl State {
         }
         match op {
             OP_OPEN => {
-                let thread = self.threads.entry(vcpu).or_insert_with(|| Thread {
-                    tid,
-                    open: Vec::new(),
-                });
+                let thread = self.threads.entry(vcpu).or_insert_with(|| Thread::new(tid));
+                let counted = thread.counted(now);
                 let previous = thread.open.iter().position(|&(l, _)| l == label);
                 let reopened = previous.map(|i| thread.open.remove(i));
-                thread.open.push((label, now));
+                thread.open.push((label, counted));
                 if let Some((_, start)) = reopened {
-                    self.write(vcpu, tid, label, Some(now - start), End::Reopen);
+                    self.write(vcpu, tid, label, Some(counted - start), End::Reopen);
                 }
             }
             OP_CLOSE => {
                 let found = self.threads.get_mut(&vcpu).and_then(|thread| {
                     let i = thread.open.iter().position(|&(l, _)| l == label)?;
-                    Some(thread.open.remove(i))
+                    let (_, start) = thread.open.remove(i);
+                    Some(thread.counted(now) - start)
                 });
                 match found {
-                    Some((_, start)) => self.write(vcpu, tid, label, Some(now - start), End::Close),
+                    Some(insns) => self.write(vcpu, tid, label, Some(insns), End::Close),
                     None => self.write(vcpu, tid, label, None, End::CloseWithoutOpen),
                 }
-                if self.threads.get(&vcpu).is_some_and(|t| t.open.is_empty()) {
+                if self.threads.get(&vcpu).is_some_and(Thread::idle) {
                     self.threads.remove(&vcpu);
+                }
+            }
+            OP_PAUSE => {
+                let thread = self.threads.entry(vcpu).or_insert_with(|| Thread::new(tid));
+                thread.pause = Some(match thread.pause {
+                    Some((since, depth)) => (since, depth.saturating_add(1)),
+                    None => (now, 1),
+                });
+            }
+            OP_RESUME => {
+                if let Some(thread) = self.threads.get_mut(&vcpu) {
+                    match thread.pause {
+                        Some((since, 1)) => {
+                            thread.paused_total += now - since;
+                            thread.pause = None;
+                        }
+                        Some((since, depth)) => thread.pause = Some((since, depth - 1)),
+                        // A resume without a pause: nothing to resume.
+                        None => {}
+                    }
+                    if thread.idle() {
+                        self.threads.remove(&vcpu);
+                    }
                 }
             }
             _ => {}

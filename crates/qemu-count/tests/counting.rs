@@ -319,11 +319,17 @@ fn check_run(records: &[Record]) -> Result<(), Failed> {
         2.0 * one_,
         0.01,
     )?;
+    close_to(
+        "a window with paused stretches",
+        insns(records, demo::PAUSED, End::Close)? as f64,
+        one_,
+        0.01,
+    )?;
     let last = one(records, demo::PROCESS_EXIT, End::ProcessExit)?;
     if last.tid != main_tid || (last.insns.unwrap_or(0) as f64) < one_ - empty {
         return Err(format!("process exit inside a window: {last:?}").into());
     }
-    let expected = 4 + THREADS + 2 + 1 + 1 + 2 + 1;
+    let expected = 4 + THREADS + 2 + 1 + 1 + 2 + 1 + 1;
     if records.len() != expected {
         return Err(format!(
             "expected {expected} records, found {}: {records:?}",

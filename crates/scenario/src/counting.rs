@@ -6,6 +6,10 @@
 //! `QEMU_CPU` (the emulated CPU model, fixed per architecture so the counts do not depend
 //! on the host). Natively no marker is issued at all, so timings are untouched.
 //!
+//! Waiting for the other side is not counted: a transport pauses the count around every
+//! wait (`ipc_matrix_count_window::pause`), ready or not, so a spin or a futex wait that
+//! returns early changes no count.
+//!
 //! The measuring thread opens a window around each measured round trip (the request, the
 //! wait, the reply; the reply check stays outside); the peer's serving thread around
 //! each measured reply. Labels carry a number drawn per cell, so records of another
@@ -70,6 +74,8 @@ impl Counting {
             .unwrap_or_default();
         let mut state = now.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32);
         let mixed = ipc_matrix_spec::splitmix64(&mut state);
+        // A transport's waits are paused (never counted) from now on in this process.
+        ipc_matrix_count_window::mark_pauses();
         Some(Self {
             pattern,
             cell_label: (mixed & 0xFFFF_FFFF_FFFF) << 8,

@@ -41,6 +41,9 @@ fn serve(config: PeerConfig) -> Result<(), String> {
     if let Some(cpu) = config.cpu {
         set_thread_cpus(&[cpu]).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
     }
+    if config.count.is_some() {
+        ipc_matrix_count_window::mark_pauses();
+    }
     let idle = config.idle_timeout;
     // These roles speak their own protocol over their own sockets.
     match config.role {

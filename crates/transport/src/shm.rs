@@ -357,6 +357,10 @@ impl ShmChannel {
         deadline: Instant,
         what: &'static str,
     ) -> Result<u32, TransportError> {
+        // Instructions spent waiting depend on how long the other side takes (spins, a
+        // futex wait that returns early, one more look): never counted, and paused on
+        // every call, ready or not, so that every call costs the counted work the same.
+        let _waiting = ipc_matrix_count_window::pause();
         // The clock is read only once waiting has begun: a reply that is already there
         // costs no clock reads (each is tens of nanoseconds in a VM).
         let mut next_liveness_check: Option<Instant> = None;
@@ -399,6 +403,8 @@ impl ShmChannel {
             WakeMode::BusyPoll => counter.value.store(value, Ordering::Release),
             WakeMode::Blocking => {
                 counter.value.store(value, Ordering::SeqCst);
+                // Whether the other side sleeps yet is timing: its wake is not counted.
+                let _waking = ipc_matrix_count_window::pause();
                 if counter.sleepers.load(Ordering::SeqCst) > 0 {
                     futex_wake(&counter.value);
                 }
