@@ -106,8 +106,12 @@ pub(crate) struct Tally {
     /// The cell's instruction counting, when it runs under QEMU's counting plugin (set by
     /// the runner; the request/reply loop and the peer open and close its windows).
     pub(crate) counting: Option<Counting>,
-    /// The peer process of a request/reply cell, whose counts are read after it exits.
-    pub(crate) peer_pid: Option<u32>,
+    /// The peer processes, whose counts are read after they exit.
+    pub(crate) peer_pids: Vec<u32>,
+    /// Counts are averaged per window (one per frame or request of each process: fan
+    /// and udp-load cells) rather than per round trip (request/reply cells, whose rpc
+    /// peer counts all its calls in one window).
+    pub(crate) count_per_window: bool,
 }
 
 impl Tally {

@@ -105,26 +105,36 @@ impl Counting {
         PathBuf::from(self.pattern.replace("%p", &pid.to_string()))
     }
 
-    /// Reads both sides' windows: instructions per measured round trip, over
-    /// `round_trips`. `peer_pid` is the peer's process (its QEMU process, whose pid the
-    /// guest shares); its file is removed once read.
+    /// Reads every side's windows: instructions per measured round trip, over
+    /// `round_trips`, or with `None` per window (per frame or request of each process,
+    /// every thread of it included). `peer_pids` are the peers' processes (their QEMU
+    /// processes, whose pids the guests share); their files are removed once read.
     pub(crate) fn collect(
         &self,
-        peer_pid: u32,
-        round_trips: u64,
+        peer_pids: &[u32],
+        round_trips: Option<u64>,
         timing_dependent: bool,
     ) -> InstructionCounts {
         let own = self.closed_windows(self.file_of(std::process::id()), self.measuring_label());
-        let peer_file = self.file_of(peer_pid);
-        let peer = self.closed_windows(peer_file.clone(), self.cell_label | PEER);
-        let _ = std::fs::remove_file(peer_file);
-        let per_round_trip = |(sum, _): (u128, u64)| sum as f64 / round_trips.max(1) as f64;
+        let mut peer: Option<(u128, u64)> = None;
+        for &pid in peer_pids {
+            let peer_file = self.file_of(pid);
+            if let Some((sum, n)) = self.closed_windows(peer_file.clone(), self.cell_label | PEER) {
+                let (total, windows) = peer.unwrap_or_default();
+                peer = Some((total + sum, windows + n));
+            }
+            let _ = std::fs::remove_file(peer_file);
+        }
         let per_window = |(sum, n): (u128, u64)| sum as f64 / n.max(1) as f64;
+        let per_unit = |(sum, n): (u128, u64)| match round_trips {
+            Some(round_trips) => sum as f64 / round_trips.max(1) as f64,
+            None => per_window((sum, n)),
+        };
         let own_file = self.file_of(std::process::id());
         let (encode, decode) = self.codec_labels();
         InstructionCounts {
-            measuring: own.map(per_round_trip),
-            peer: peer.map(per_round_trip),
+            measuring: own.map(per_unit),
+            peer: peer.map(per_unit),
             encode: self
                 .closed_windows(own_file.clone(), encode)
                 .map(per_window),

@@ -117,7 +117,7 @@ pub(crate) fn measure(
         round_trip_failure(endpoint.peer(), (index, total, cell.warmup), kind, what)
     };
     let mut lost_in_a_row = 0;
-    tally.peer_pid = Some(endpoint.peer().pid());
+    tally.peer_pids = vec![endpoint.peer().pid()];
     let count_label = tally.counting.as_ref().map(|c| c.measuring_label());
     if let (Requests::Frames(work), Some(counting)) = (&mut requests, &tally.counting) {
         work.count_with(counting.codec_labels());

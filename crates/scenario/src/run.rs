@@ -14,7 +14,7 @@ use ipc_matrix_results::{
     CellResult, Environment, Failure, FailureKind, Outcome, Placement, Throughput,
     RESULT_SCHEMA_VERSION,
 };
-use ipc_matrix_spec::{available_memory, check_memory, Cell, ScenarioKind, TransportKind, Work};
+use ipc_matrix_spec::{available_memory, check_memory, Cell, ScenarioKind, Work};
 use std::time::{Instant, SystemTime};
 
 /// Runs one cell to the end and describes what happened; never panics on a bad peer.
@@ -38,12 +38,12 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
             | ScenarioKind::Bulk
             | ScenarioKind::Codec
             | ScenarioKind::Rpc
-            | ScenarioKind::ReqRep => Counting::for_cell(),
-            // Not counted yet: their peers run several processes or threads of their own.
-            ScenarioKind::FanOut
+            | ScenarioKind::ReqRep
+            | ScenarioKind::FanOut
             | ScenarioKind::FanIn
-            | ScenarioKind::UdpLoad
-            | ScenarioKind::Logging => None,
+            | ScenarioKind::UdpLoad => Counting::for_cell(),
+            // Not counted yet: it has no peer and no round trip.
+            ScenarioKind::Logging => None,
         },
         ..Tally::default()
     };
@@ -92,11 +92,11 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         .and_then(|()| measured_all(cell, &tally))
         .err();
     let cpu_pressure = pressure.share();
-    let instructions = match (&tally.counting, tally.peer_pid, &failure) {
-        (Some(counting), Some(peer), None) => Some(counting.collect(
-            peer,
-            tally.recorder.count().saturating_add(tally.lost),
-            counts_depend_on_timing(cell, options),
+    let instructions = match (&tally.counting, &failure) {
+        (Some(counting), None) => Some(counting.collect(
+            &tally.peer_pids,
+            (!tally.count_per_window).then(|| tally.recorder.count().saturating_add(tally.lost)),
+            counts_depend_on_timing(cell, options, tally.lost),
         )),
         _ => None,
     };
@@ -191,14 +191,15 @@ fn measured_all(cell: &Cell, tally: &Tally) -> Result<(), Failure> {
 /// take as many reads and writes as the timing allows.
 const STREAM_BUFFER: u64 = 64 * 1024;
 
-/// A count that depends on timing informs and never gates: a spun peer delay, a lossy
-/// transport whose waits and late replies vary, or stream messages over
+/// A count that depends on timing informs and never gates: a spun peer delay, a cell that
+/// lost something (a datagram or frame waited out to its deadline, after which a late
+/// reply may be read), or stream messages over
 /// [`STREAM_BUFFER`] (three runs of `bulk::local::1MB` differed by 23 % in instructions,
 /// `bulk::tcp::1MB` under aarch64 by 36 %). Shared-memory waits, busy-poll included, are
 /// not counted at all (the transport pauses the count while it waits), so their cells
 /// gate: three count passes of `echo::shm-busy::200B` differed by 0.15 %.
-fn counts_depend_on_timing(cell: &Cell, options: &RunOptions) -> bool {
-    options.peer_delay_for(cell).is_some()
-        || cell.transport == TransportKind::Udp
+fn counts_depend_on_timing(cell: &Cell, options: &RunOptions, lost: u64) -> bool {
+    lost > 0
+        || options.peer_delay_for(cell).is_some()
         || (cell.transport.is_byte_stream() && cell.payload_bytes > STREAM_BUFFER)
 }

@@ -56,14 +56,7 @@ fn serve(config: PeerConfig) -> Result<(), String> {
     match (config.role, config.codec) {
         (PeerRole::Echo, _) => {}
         (PeerRole::UdpServer { threads }, _) => {
-            return udp_load::serve(
-                channel.as_mut(),
-                threads,
-                config.limit,
-                idle,
-                config.fault,
-                config.delay,
-            )
+            return udp_load::serve(channel.as_mut(), threads, &config)
         }
         (PeerRole::Subscriber { seed, payload }, Some(codec)) => {
             return fan::subscribe(channel.as_mut(), &config, codec, seed, payload)

@@ -14,6 +14,7 @@
 
 use crate::codec_work::FRAME_SLACK;
 use crate::context::{RunOptions, Tally};
+use crate::counting::PeerCounting;
 use crate::failure::{peer_epilogue, setup_failure, transport_failure_kind};
 use crate::peer::{commit, monotonic_ns, PeerConfig, PeerRole, ACK_BYTES};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
@@ -54,13 +55,16 @@ fn total_frames(cell: &Cell) -> Result<u64, Failure> {
     })
 }
 
-/// Starts one peer per role and connects to each.
+/// Starts one peer per role and connects to each; their pids go to `tally`, whose
+/// counting (per frame of each process) they share.
 fn link(
     cell: &Cell,
     fan: &Fan,
     options: &RunOptions,
     roles: [PeerRole; PEERS],
+    tally: &mut Tally,
 ) -> Result<Vec<Linked>, Failure> {
+    tally.count_per_window = true;
     let (_, max_message) = sizes(cell)?;
     let mut linked = Vec::new();
     for role in roles {
@@ -73,7 +77,7 @@ fn link(
         )
         .map_err(|e| setup_failure(format!("opening the {} channel: {e}", cell.transport)))?;
         // Publishers and subscribers ignore the reply delay; each peer's error names its index.
-        let config = options.peer_config(
+        let mut config = options.peer_config(
             cell,
             acceptor.address(),
             max_message + 1024,
@@ -81,8 +85,10 @@ fn link(
             role,
             fan.frame_deadline,
         );
+        config.count = tally.peer_counting(cell.warmup);
         let mut peer = PeerProcess::spawn(&options.peer_program, &config)
             .map_err(|e| setup_failure(format!("starting peer {}: {e}", linked.len())))?;
+        tally.peer_pids.push(peer.pid());
         let channel = acceptor
             .accept(peer.pid(), Instant::now() + options.setup_timeout)
             .map_err(|e| {
@@ -169,13 +175,20 @@ pub(crate) fn fan_out(
         seed: cell.seed,
         payload,
     };
-    let mut linked = link(cell, fan, options, [role; PEERS])?;
+    let mut linked = link(cell, fan, options, [role; PEERS], tally)?;
+    let count_label = tally.counting.as_ref().map(|c| c.measuring_label());
     let mut frame = SensorFrame::sample(cell.seed, 0, payload);
     let (mut encoded, mut ack) = (Vec::new(), Vec::new());
     let total = total_frames(cell)?;
     let mut dropped_in_a_row = [0u64; PEERS];
     let started = Instant::now();
     for index in 0..total {
+        // A measured frame's instructions are counted (under QEMU's plugin) from its
+        // encoding to its last acknowledgement.
+        let counted = count_label.filter(|_| index >= cell.warmup);
+        if let Some(label) = counted {
+            ipc_matrix_count_window::open(label);
+        }
         frame.header.sequence = index;
         frame.header.sent_at_ns = monotonic_ns();
         codec.encode(&frame, &mut encoded);
@@ -248,6 +261,9 @@ pub(crate) fn fan_out(
                 }
             }
         }
+        if let Some(label) = counted {
+            ipc_matrix_count_window::close(label);
+        }
         if let Some(ns) = slowest {
             let latency = Duration::from_nanos(ns);
             if index == 0 {
@@ -278,7 +294,8 @@ pub(crate) fn fan_in(
         source,
         frames: total,
     };
-    let mut linked = link(cell, fan, options, [publisher(0), publisher(1)])?;
+    let mut linked = link(cell, fan, options, [publisher(0), publisher(1)], tally)?;
+    let count_label = tally.counting.as_ref().map(|c| c.measuring_label());
     let mut expected: Vec<SensorFrame> = (0..PEERS as u32)
         .map(|source| {
             let mut frame = SensorFrame::sample(cell.seed, 0, payload);
@@ -305,6 +322,11 @@ pub(crate) fn fan_in(
                 Duration::ZERO
             };
             let deadline = Instant::now() + allowance + fan.frame_deadline;
+            // A measured frame's instructions are counted from its receipt to its check.
+            let counted = count_label.filter(|_| index >= cell.warmup && index < total);
+            if let Some(label) = counted {
+                ipc_matrix_count_window::open(label);
+            }
             if let Err(e) = linked[k]
                 .channel
                 .recv(&mut message, max_message + 1024, deadline)
@@ -344,6 +366,9 @@ pub(crate) fn fan_in(
             if let Some(difference) = expected[k].first_difference(&frame) {
                 let what = format!("the frame differs at {difference}");
                 return Err(failure(&mut linked, k, index, FailureKind::Mismatch, what));
+            }
+            if let Some(label) = counted {
+                ipc_matrix_count_window::close(label);
             }
             let latency = Duration::from_nanos(arrived.saturating_sub(frame.header.sent_at_ns));
             if latency > fan.frame_deadline {
@@ -388,6 +413,9 @@ pub(crate) fn subscribe(
     let mut message = Vec::new();
     for index in 0u64.. {
         let deadline = Instant::now() + config.idle_timeout;
+        // Open through the acknowledgement; the goodbye's window is never closed, so
+        // never counted.
+        PeerCounting::open(config.count, index);
         channel
             .recv(&mut message, config.limit, deadline)
             .map_err(|e| format!("frame {index}: {e}"))?;
@@ -415,6 +443,7 @@ pub(crate) fn subscribe(
         channel
             .send(&ack, deadline)
             .map_err(|e| format!("acknowledging frame {index}: {e}"))?;
+        PeerCounting::close(config.count, index);
     }
     Ok(())
 }
@@ -431,6 +460,7 @@ pub(crate) fn publish(
     frame.header.source_id = source;
     let mut encoded = Vec::new();
     for sequence in 0..frames {
+        PeerCounting::open(config.count, sequence);
         frame.header.sequence = sequence;
         frame.header.sent_at_ns = monotonic_ns();
         codec.encode(&frame, &mut encoded);
@@ -440,6 +470,7 @@ pub(crate) fn publish(
         channel
             .send(&encoded, Instant::now() + config.idle_timeout)
             .map_err(|e| format!("sending frame {sequence}: {e}"))?;
+        PeerCounting::close(config.count, sequence);
     }
     channel
         .send(&[], Instant::now() + config.idle_timeout)

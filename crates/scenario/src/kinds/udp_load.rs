@@ -12,11 +12,12 @@
 //! The peer and the clients are not pinned: a load test uses the machine as it is.
 
 use crate::context::{RunOptions, Tally};
+use crate::counting::PeerCounting;
 use crate::failure::{peer_epilogue, setup_failure};
 use crate::fault::{Fault, FaultKind};
 use crate::measure::Recorder;
 use crate::payload::pseudo_random_bytes;
-use crate::peer::{commit, spin_for, PeerRole};
+use crate::peer::{before_reply, commit, PeerConfig, PeerRole};
 use crate::spawn::{describe, PeerProcess, GOODBYE_WITHIN};
 use crate::verify::compare;
 use ipc_matrix_results::{Failure, FailureKind, LoadStats};
@@ -69,10 +70,14 @@ pub(crate) fn udp_load(
     };
     let mut config =
         options.peer_config(cell, control.address(), len, None, role, settings.timeout);
+    // Counted per request: every client thread's and every server thread's.
+    config.count = tally.peer_counting(cell.warmup);
+    tally.count_per_window = true;
     // The goodbye comes after the whole load, not after one round trip: set-up, every
     // client's warm-up, the window, and one more request's deadline.
     config.idle_timeout = options.setup_timeout + warmup_budget + shape.duration + settings.timeout;
     let mut peer = options.start_peer(&config)?;
+    tally.peer_pids.push(peer.pid());
     let setup_deadline = Instant::now() + options.setup_timeout;
     let mut channel = control.accept(peer.pid(), setup_deadline).map_err(|e| {
         setup_failure(format!(
@@ -101,6 +106,7 @@ pub(crate) fn udp_load(
         settings,
         server,
         (options.setup_timeout, warmup_budget),
+        tally.counting.as_ref().map(|c| c.measuring_label()),
     );
     let outcome = load.run();
     let goodbye = stop_server(channel.as_mut(), &mut peer);
@@ -216,6 +222,8 @@ struct Load<'a> {
     /// Clients done with their warm-up; the measured window opens when all are.
     ready: AtomicUsize,
     first_failure: Mutex<Option<Failure>>,
+    /// The label of the clients' counting windows, when the cell is counted.
+    count_label: Option<u64>,
 }
 
 impl<'a> Load<'a> {
@@ -224,8 +232,10 @@ impl<'a> Load<'a> {
         settings: &LoadSettings,
         server: SocketAddr,
         (setup_timeout, warmup_budget): (Duration, Duration),
+        count_label: Option<u64>,
     ) -> Self {
         Self {
+            count_label,
             warmup_budget,
             cell,
             shape: settings.shape,
@@ -330,6 +340,13 @@ impl<'a> Load<'a> {
                     return Some(tally);
                 }
             }
+            // A measured request's instructions are counted (under QEMU's plugin) from
+            // its stamp to its echo or its deadline. A request the window's end cuts off
+            // leaves its window open, never closed, so never counted.
+            let counted = self.count_label.filter(|_| measured);
+            if let Some(label) = counted {
+                ipc_matrix_count_window::open(label);
+            }
             stamp(&mut request, client, index);
             let started = Instant::now();
             if let Err(e) = socket.send(&request) {
@@ -387,6 +404,9 @@ impl<'a> Load<'a> {
                 }
             };
             let round_trip = started.elapsed();
+            if let Some(label) = counted {
+                ipc_matrix_count_window::close(label);
+            }
             match (measured, answered, window) {
                 (true, true, Some((opened, _))) => {
                     tally.answered += 1;
@@ -448,11 +468,9 @@ fn stamp_of(datagram: &[u8]) -> Option<(u32, u64)> {
 pub(crate) fn serve(
     control: &mut dyn Channel,
     threads: u32,
-    limit: usize,
-    idle: Duration,
-    fault: Option<Fault>,
-    delay: Option<Duration>,
+    config: &PeerConfig,
 ) -> Result<(), String> {
+    let idle = config.idle_timeout;
     let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| format!("binding: {e}"))?;
     let address = socket
         .local_addr()
@@ -466,7 +484,7 @@ pub(crate) fn serve(
     let state = ServerState::default();
     let outcome = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
-            .map(|_| scope.spawn(|| echo_datagrams(&socket, limit, &state, fault, delay)))
+            .map(|_| scope.spawn(|| echo_datagrams(&socket, config, &state)))
             .collect();
         let mut goodbye = Vec::new();
         let heard = control.recv(&mut goodbye, 0, Instant::now() + idle);
@@ -508,11 +526,10 @@ struct ServerState {
 
 fn echo_datagrams(
     socket: &UdpSocket,
-    limit: usize,
+    config: &PeerConfig,
     state: &ServerState,
-    fault: Option<Fault>,
-    delay: Option<Duration>,
 ) -> Result<(), String> {
+    let (limit, fault) = (config.limit, config.fault);
     let ServerState {
         stop,
         received,
@@ -528,6 +545,14 @@ fn echo_datagrams(
         let index = received.fetch_add(1, Ordering::AcqRel);
         if stalled.load(Ordering::Acquire) {
             continue;
+        }
+        // Counted from here to the echo sent, for measured requests (by their stamp).
+        let counted = config
+            .count
+            .zip(stamp_of(&datagram[..n]))
+            .map(|(count, (_, request))| (count, request));
+        if let Some((count, request)) = counted {
+            PeerCounting::open(Some(count), request);
         }
         let mut damaged;
         let reply: &[u8] = match fault.filter(|f| f.at == index) {
@@ -546,11 +571,12 @@ fn echo_datagrams(
                 &damaged
             }
         };
-        if let Some(delay) = delay {
-            spin_for(delay);
-        }
+        before_reply(config);
         // A full send buffer loses the echo, as the network would; the client times out.
         let _ = socket.send_to(reply, from);
+        if let Some((count, request)) = counted {
+            PeerCounting::close(Some(count), request);
+        }
     }
     Ok(())
 }
