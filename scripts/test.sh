@@ -4,7 +4,7 @@
 # fault-injection tests, and one test per cell of the quick profile. The aarch64 leg
 # counts guest instructions as it runs; the host's cells run once more under QEMU for its
 # own architecture to count them (scripts/count-pass.sh). Ends by writing each leg's
-# reports (judged against baselines/, instructions included) and two legs side by side. Also runs the
+# reports (judged against baselines/, instructions included) and all legs side by side. Also runs the
 # transport crate's tests on s390x (big-endian) under QEMU. Installs cargo-nextest, the
 # aarch64 and s390x rustup targets, their cross gcc and g++ and qemu-user, and protoc,
 # capnp and pyzmq (the interop tests' reference implementations) if missing.
@@ -62,10 +62,17 @@ legs+=("$host@qemu")
 # that costs more instructions must come with its re-measured baseline. Timings only warn.
 STRICT_INSTRUCTIONS=true write_reports "${legs[@]}" || first_failure $?
 profile="$(suite_profile)"
-if [ "${#legs[@]}" -gt 1 ] && [ -d "target/ipc-matrix/${legs[1]}/$profile/cells" ]; then
+# Every leg with results side by side: the count pass and the emulated leg give the
+# instructions per architecture, the native leg its timings.
+compared=()
+for leg in "${legs[@]}"; do
+  if [ -d "target/ipc-matrix/$leg/$profile/cells" ]; then
+    compared+=("target/ipc-matrix/$leg/$profile")
+  fi
+done
+if [ "${#compared[@]}" -gt 1 ]; then
   say "legs side by side: ${legs[*]}"
-  ipc_matrix report --compare "target/ipc-matrix/${legs[0]}/$profile" "target/ipc-matrix/${legs[1]}/$profile" \
-    >/dev/null || first_failure $?
+  ipc_matrix report --compare "${compared[@]}" >/dev/null || first_failure $?
 fi
 say "JUnit: target/nextest/ci/junit-<triple>.xml (and junit-$big_endian-transport.xml)"
 for leg in "${legs[@]}"; do

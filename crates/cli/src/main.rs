@@ -49,8 +49,10 @@ enum Command {
         stored: StoredResults,
         #[command(flatten)]
         judging: Judging,
-        /// Result folders (`<results>/<leg>/<profile>`) to put side by side, first one the
-        /// reference; writes comparison.md and comparison.html.
+        /// Result folders (`<results>/<leg>/<profile>`) to put side by side, in any order
+        /// (shown by architecture: x86_64, aarch64, s390x, armv7, riscv64, ppc64le):
+        /// instruction counts per architecture, native timings with ratios to the first
+        /// native leg; writes comparison.md and comparison.html.
         #[arg(long, num_args = 2.., value_name = "DIR", conflicts_with_all = ["leg", "strict", "strict_instructions"])]
         compare: Vec<PathBuf>,
         /// Where --compare writes; default: <results>/compare.

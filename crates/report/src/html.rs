@@ -13,6 +13,8 @@ th:first-child,td:first-child{text-align:left;font-family:monospace;white-space:
 .regressed{color:#b34700;font-weight:bold}.improved{color:#007a5a}.failed{color:#b00020;font-weight:bold}\
 .note{background:#eef4fb;border-left:4px solid #0072b2;padding:.5rem 1rem}\
 .warning{background:#fdf1e6;border-left:4px solid #d55e00;padding:.5rem 1rem}\
+th[colspan]{text-align:center}tr.group th{background:#f2f2f2;text-align:left;font-family:system-ui,sans-serif}\
+.informs{color:#8a4b00;font-style:italic}.wide{overflow-x:auto}.cpu{font-weight:normal;font-size:.8rem;color:#555}\
 figure{margin:1.5rem 0}figcaption{font-size:.85rem;color:#555}svg{max-width:100%;height:auto}";
 
 pub fn escape(text: &str) -> String {

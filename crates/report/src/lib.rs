@@ -2,7 +2,8 @@
 //! - `report.md`: GitHub-flavoured Markdown, fit for a job summary ([`markdown`]);
 //! - `report.html`: one self-contained page with SVG plots, no network ([`html`], [`plots`]);
 //! - `results.json`: the versioned document tools read ([`document`]);
-//! - `comparison.md` / `comparison.html`: legs side by side with per-cell ratios ([`cross`]).
+//! - `comparison.md` / `comparison.html`: legs side by side, sorted by architecture:
+//!   instruction counts per architecture, native timings with ratios ([`cross`]).
 
 pub mod cross;
 pub mod document;

@@ -8,6 +8,7 @@ use ipc_matrix_baseline::{stats::batch_medians, RunVerdict, Verdict};
 use ipc_matrix_results::CellResult;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::error::Error;
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
@@ -35,9 +36,17 @@ fn color(i: usize) -> RGBColor {
 
 /// Runs `draw` on a fresh SVG canvas and returns the SVG text.
 fn svg(height: u32, draw: impl FnOnce(&Area) -> DrawResult) -> Result<String, String> {
+    svg_sized(WIDTH, height, draw)
+}
+
+fn svg_sized(
+    width: u32,
+    height: u32,
+    draw: impl FnOnce(&Area) -> DrawResult,
+) -> Result<String, String> {
     let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut out, (width, height)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         draw(&root).map_err(|e| e.to_string())?;
         root.present().map_err(|e| e.to_string())?;
@@ -178,6 +187,184 @@ pub fn grouped_bars(
         }
         if series.len() > 1 {
             legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+        }
+        Ok(())
+    })
+}
+
+/// One series of a bar chart: its legend name, its colour (an index into the palette, so
+/// a leg keeps its colour from chart to chart) and a value per row (`None`: no bar).
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub name: String,
+    pub color: usize,
+    pub values: Vec<Option<f64>>,
+}
+
+/// One panel of [`series_bars`]: what its axis shows, and its series.
+#[derive(Debug, Clone)]
+pub struct Panel {
+    pub x_desc: String,
+    pub series: Vec<Series>,
+}
+
+/// The log axis range a panel's bars need: with `from`, room on both sides of it for the
+/// values written beside the bars.
+fn panel_range(series: &[Series], from: Option<f64>) -> Option<std::ops::Range<f64>> {
+    let values: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.values.iter().flatten().copied())
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .collect();
+    if values.is_empty() {
+        return None;
+    }
+    Some(match from {
+        Some(base) => {
+            let (lo, hi) = values
+                .iter()
+                .fold((base, base), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+            lo / 1.8..hi * 1.8
+        }
+        None => log_range(values.into_iter()),
+    })
+}
+
+/// Horizontal grouped bars on log axes: one row per label, one bar per series, rows tall
+/// enough for every series, and the legend in a column of its own on the right (it never
+/// hides a bar). Panels side by side share the rows (labelled on the left) and the legend,
+/// each with its own axis. With `from`, each bar runs from that value (1.0 for a ratio,
+/// drawn as a line) to its own, which is written beside it; without, bars start at the
+/// axis.
+pub fn series_bars(
+    title: &str,
+    rows: &[String],
+    panels: &[Panel],
+    from: Option<f64>,
+    format_value: &dyn Fn(f64) -> String,
+) -> Result<String, String> {
+    let ranges = panels
+        .iter()
+        .map(|p| panel_range(&p.series, from))
+        .collect::<Option<Vec<_>>>()
+        .ok_or("no values to draw")?;
+    let mut legend: Vec<(&str, usize)> = Vec::new();
+    for s in panels.iter().flat_map(|p| &p.series) {
+        if !legend.iter().any(|(name, _)| *name == s.name) {
+            legend.push((&s.name, s.color));
+        }
+    }
+    let n = rows.len().max(1);
+    let most = panels.iter().map(|p| p.series.len()).max().unwrap_or(1) as u32;
+    let per_bar = if from.is_some() { 15 } else { 7 };
+    let row_height = 34.max(per_bar * most + 16);
+    let longest_row = rows.iter().map(|r| r.chars().count()).max().unwrap_or(0) as u32;
+    let label_width = (longest_row * 7 + 24).clamp(120, 420);
+    let longest_name = legend
+        .iter()
+        .map(|(name, _)| name.chars().count())
+        .max()
+        .unwrap_or(0) as u32;
+    let key_width = (longest_name * 8 + 48).clamp(110, 340);
+    // Each panel after the first gets the room the first one's row labels take.
+    let width = WIDTH.max(key_width + label_width + 380 * panels.len() as u32);
+    svg_sized(width, 110 + row_height * n as u32, |root| {
+        let titled = root.titled(title, (FONT, 20))?;
+        let (plots, key) = titled.split_horizontally(width - key_width);
+        let first = (width - key_width - label_width) / panels.len() as u32 + label_width;
+        let mut areas = vec![plots.clone()];
+        for _ in 1..panels.len() {
+            let rest = areas.pop().expect("one area at least");
+            let taken = if areas.is_empty() {
+                first
+            } else {
+                first - label_width
+            };
+            let (left, right) = rest.split_horizontally(taken);
+            areas.push(left);
+            areas.push(right);
+        }
+        for (i, ((panel, range), area)) in panels.iter().zip(&ranges).zip(&areas).enumerate() {
+            // Ratios get ticks at powers of two (0.5x, 1x, 2x), which a log axis of base
+            // 10 would leave out below 1x.
+            let axis = match from {
+                Some(_) => range.clone().log_scale().base(2.0),
+                None => range.clone().log_scale(),
+            };
+            let mut chart = ChartBuilder::on(area)
+                .margin(14)
+                .x_label_area_size(48)
+                .y_label_area_size(if i == 0 { label_width } else { 8 })
+                .build_cartesian_2d(axis, -0.5f64..n as f64 - 0.5)?;
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .y_labels(if i == 0 { n } else { 0 })
+                .y_label_formatter(&|v| {
+                    // Rows sit at whole numbers; any other tick stays unlabelled.
+                    let row = v.round();
+                    if (v - row).abs() < 1e-6 && row >= 0.0 && row < n as f64 {
+                        rows.get(n - 1 - row as usize).cloned().unwrap_or_default()
+                    } else {
+                        String::new()
+                    }
+                })
+                .label_style((FONT, 15))
+                .axis_desc_style((FONT, 16))
+                .x_desc(panel.x_desc.as_str())
+                .x_label_formatter(&|v| format_value(*v))
+                .draw()?;
+            let band = 0.8 / panel.series.len().max(1) as f64;
+            let start = from.unwrap_or(range.start);
+            for (k, s) in panel.series.iter().enumerate() {
+                let c = color(s.color);
+                // Rows run top to bottom in label order, series top to bottom in order.
+                let bars: Vec<(f64, f64)> = s
+                    .values
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(row, v)| {
+                        let v = (*v).filter(|v| *v > 0.0 && v.is_finite())?;
+                        Some((v, (n - 1 - row) as f64 + 0.4 - band * k as f64))
+                    })
+                    .collect();
+                chart.draw_series(bars.iter().map(|&(v, top)| {
+                    Rectangle::new(
+                        [(start.min(v), top), (start.max(v), top - band * 0.85)],
+                        c.filled(),
+                    )
+                }))?;
+                if from.is_some() {
+                    // Plotters draws text at about four fifths of the size asked for.
+                    let size = (band * f64::from(row_height)).clamp(12.0, 15.0);
+                    chart.draw_series(bars.iter().map(|&(v, top)| {
+                        let (x, h) = if v >= start {
+                            (v * 1.02, HPos::Left)
+                        } else {
+                            (v / 1.02, HPos::Right)
+                        };
+                        let style = TextStyle::from((FONT, size).into_font())
+                            .color(&BLACK)
+                            .pos(Pos::new(h, VPos::Center));
+                        Text::new(format_value(v), (x, top - band * 0.425), style)
+                    }))?;
+                }
+            }
+            if let Some(base) = from {
+                chart.draw_series(std::iter::once(PathElement::new(
+                    vec![(base, -0.5), (base, n as f64 - 0.5)],
+                    BLACK.stroke_width(1),
+                )))?;
+            }
+        }
+        for (k, (name, c)) in legend.iter().enumerate() {
+            let y = 24 + 24 * k as i32;
+            key.draw(&Rectangle::new([(8, y), (22, y + 14)], color(*c).filled()))?;
+            key.draw(&Text::new(
+                name.to_string(),
+                (30, y + 7),
+                TextStyle::from((FONT, 16).into_font()).pos(Pos::new(HPos::Left, VPos::Center)),
+            ))?;
         }
         Ok(())
     })

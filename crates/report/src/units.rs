@@ -14,6 +14,31 @@ pub fn nanos(ns: u64) -> String {
     }
 }
 
+/// Guest instructions, to three significant digits past a thousand: `1329`, `12.3k`,
+/// `456k`, `3.10M`, `1.25G`.
+pub fn instructions(n: f64) -> String {
+    let scaled = |divisor: f64, unit: &str| {
+        let v = n / divisor;
+        let decimals = if v < 9.995 {
+            2
+        } else if v < 99.95 {
+            1
+        } else {
+            0
+        };
+        format!("{v:.decimals$}{unit}")
+    };
+    if n < 9_999.5 {
+        format!("{n:.0}")
+    } else if n < 999_500.0 {
+        scaled(1e3, "k")
+    } else if n < 999_500_000.0 {
+        scaled(1e6, "M")
+    } else {
+        scaled(1e9, "G")
+    }
+}
+
 /// `200 B`, `64 KiB`, `1 MB`: the payload as matrix.yaml would spell it.
 pub fn bytes(n: u64) -> String {
     const UNITS: [(u64, &str); 6] = [
@@ -81,6 +106,13 @@ mod tests {
         assert_eq!(bytes(65_536), "64 KiB");
         assert_eq!(bytes(6_500_000), "6500 kB");
         assert_eq!(ratio(1.974, 1.91, 2.031), "1.97x (1.91-2.03)");
+        assert_eq!(instructions(1329.4), "1329");
+        assert_eq!(instructions(9_999.6), "10.0k");
+        assert_eq!(instructions(12_345.0), "12.3k");
+        assert_eq!(instructions(456_000.0), "456k");
+        assert_eq!(instructions(999_600.0), "1.00M");
+        assert_eq!(instructions(3_104_000.0), "3.10M");
+        assert_eq!(instructions(1.25e9), "1.25G");
     }
 
     #[test]

@@ -114,22 +114,278 @@ fn emulated_leg_is_labelled_informational() {
     assert!(!md.contains("[!WARNING]"), "{md}");
 }
 
+/// One leg's results for `cells`: `triple` under `runner`, medians `scale` times the
+/// native x86_64 ones.
+fn leg(triple: &str, runner: &str, cells: &[Cell], scale: u64) -> Column {
+    let env = fixture::target_environment(triple, runner, CPU);
+    let results: Vec<CellResult> = cells
+        .iter()
+        .enumerate()
+        .map(|(i, cell)| {
+            let center = (20_000 + 5_000 * i as u64) * scale;
+            fixture::passed(cell, &env, samples(center, 40, i as u64))
+        })
+        .collect();
+    Column {
+        name: format!("{}@{runner} (quick)", triple),
+        runner: runner.into(),
+        results,
+    }
+}
+
 #[test]
-fn legs_side_by_side() {
-    let native = Column {
-        name: "x86_64-unknown-linux-gnu@native (quick)".into(),
-        runner: "native".into(),
-        results: run("native", [35_000, 320, 45_000, 40_000, 450_000], 1),
-    };
-    let emulated = Column {
-        name: "aarch64-unknown-linux-gnu@qemu (quick)".into(),
-        runner: "qemu".into(),
-        results: run("qemu", [350_000, 3_200, 90_000, 0, 4_500_000], 2),
-    };
-    let columns = [native, emulated];
-    insta::assert_snapshot!(cross::markdown(&columns));
+fn emulated_leg_next_to_native_legs_gets_no_timing_ratio() {
+    let cells = cells();
+    // Given out of order; the emulated aarch64 leg measured the emulator.
+    let columns = [
+        leg("aarch64-unknown-linux-gnu", "qemu", &cells, 10),
+        leg("aarch64-unknown-linux-gnu", "native", &cells, 2),
+        leg("x86_64-unknown-linux-gnu", "native", &cells, 1),
+    ];
+    let md = cross::markdown(&columns);
+    insta::assert_snapshot!(md);
+    // The one ratio is between the two native legs (each cell twice as slow); none is
+    // the emulated leg's (it would read 10.00x).
+    assert!(md.contains("| x86_64-unknown-linux-gnu@native (quick) p50 | aarch64-unknown-linux-gnu@native (quick) p50 | ratio |"), "{md}");
+    assert_eq!(md.matches("| 2.00x |").count(), cells.len(), "{md}");
+    assert!(!md.contains("10.00x"), "{md}");
+    assert!(
+        md.contains(
+            "Timings of aarch64-unknown-linux-gnu@qemu (quick) are emulated, not a CPU measure"
+        ),
+        "{md}"
+    );
     let page = cross::html(&columns);
+    assert!(
+        page.contains(
+            "<th>aarch64-unknown-linux-gnu@qemu (quick) p50 (emulated, not a CPU measure)</th>"
+        ),
+        "{page}"
+    );
+    assert!(!page.contains("10.00x"));
+    // The native legs' medians are charted; the emulated leg's are not.
     assert_eq!(page.matches("<svg").count(), 1);
+    let chart = svg_texts(&page[page.find("<svg").unwrap()..page.find("</svg>").unwrap()]);
+    assert!(chart.contains(&"x86_64 native".to_string()), "{chart:?}");
+    assert!(chart.contains(&"aarch64 native".to_string()), "{chart:?}");
+    assert!(!chart.iter().any(|t| t.contains("qemu")), "{chart:?}");
+}
+
+#[test]
+fn legs_are_sorted_by_architecture_whatever_order_they_come_in() {
+    let cells = cells();
+    let columns: Vec<Column> = [
+        ("powerpc64le-unknown-linux-gnu", "qemu"),
+        ("riscv64gc-unknown-linux-gnu", "qemu"),
+        ("x86_64-unknown-linux-gnu", "qemu"),
+        ("armv7-unknown-linux-gnueabihf", "qemu"),
+        ("s390x-unknown-linux-gnu", "qemu"),
+        ("x86_64-unknown-linux-gnu", "native"),
+        ("aarch64-unknown-linux-gnu", "qemu"),
+    ]
+    .iter()
+    .map(|(triple, runner)| leg(triple, runner, &cells, 1))
+    .collect();
+    let order: Vec<String> = cross::arranged(&columns)
+        .iter()
+        .map(|c| format!("{} {}", c.architecture(), c.emulated()))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "x86_64 false",
+            "x86_64 true",
+            "aarch64 true",
+            "s390x true",
+            "armv7 true",
+            "riscv64 true",
+            "ppc64le true"
+        ]
+    );
+    let md = cross::markdown(&columns);
+    assert!(md.contains("Timings of x86_64-unknown-linux-gnu@qemu (quick), aarch64-unknown-linux-gnu@qemu (quick), s390x-unknown-linux-gnu@qemu (quick), armv7-unknown-linux-gnueabihf@qemu (quick), riscv64gc-unknown-linux-gnu@qemu (quick), powerpc64le-unknown-linux-gnu@qemu (quick) are emulated"), "{md}");
+}
+
+#[test]
+fn architectures_of_target_triples() {
+    for (triple, arch) in [
+        ("x86_64-unknown-linux-gnu", "x86_64"),
+        ("aarch64-unknown-linux-gnu", "aarch64"),
+        ("s390x-unknown-linux-gnu", "s390x"),
+        ("armv7-unknown-linux-gnueabihf", "armv7"),
+        ("riscv64gc-unknown-linux-gnu", "riscv64"),
+        ("powerpc64le-unknown-linux-gnu", "ppc64le"),
+        ("i686-unknown-linux-gnu", "i686"),
+    ] {
+        assert_eq!(cross::architecture(triple), arch);
+    }
+}
+
+const COUNTED_SCENARIOS: &str = "
+  - { name: echo, kind: echo, transports: [shm, tcp], payloads: [200B], iterations: 40, warmup: 0, timeout: 1s }
+  - { name: ser, kind: codec, codecs: [capnp, prost], transports: [tcp], payloads: [200B, 64KiB], iterations: 40, warmup: 0, timeout: 1s }
+";
+
+/// A counted leg of `triple` (always emulated: counts are made under QEMU) on the emulated
+/// CPU `cpu`: each cell's counts are its x86_64 ones times `factor`, and `prost_encode`
+/// times more for prost's encoding. Busy-poll counts depend on timing, as in the matrix.
+fn counted_leg(triple: &str, cpu: &str, factor: f64, prost_encode: f64) -> Column {
+    let mut column = leg(triple, "qemu", &fixture::quick_cells(COUNTED_SCENARIOS), 10);
+    for (i, r) in column.results.iter_mut().enumerate() {
+        let base = 1_000.0 * (i + 1) as f64 * factor;
+        let codec = r.cell.work.codec().map(|c| c.to_string());
+        let payload = r.cell.payload_bytes as f64;
+        r.instructions = Some(ipc_matrix_results::InstructionCounts {
+            measuring: Some(base * 3.0),
+            peer: Some(base * 2.0),
+            encode: codec.as_ref().map(|c| {
+                let encode = (400.0 + payload / 8.0) * factor;
+                if c == "prost" {
+                    encode * prost_encode
+                } else {
+                    encode
+                }
+            }),
+            decode: codec.as_ref().map(|_| (300.0 + payload / 20.0) * factor),
+            windows: 40,
+            cpu_model: Some(cpu.into()),
+            timing_dependent: r.cell.wake == Some(ipc_matrix_spec::WakeMode::BusyPoll),
+        });
+    }
+    column
+}
+
+fn three_counted_architectures() -> Vec<Column> {
+    // Given out of order, with a native x86_64 leg (timings, no counts) among them.
+    let mut native = leg(
+        "x86_64-unknown-linux-gnu",
+        "native",
+        &fixture::quick_cells(COUNTED_SCENARIOS),
+        1,
+    );
+    native
+        .results
+        .iter_mut()
+        .for_each(|r| r.instructions = None);
+    vec![
+        // s390x: fewer instructions (it moves memory in long instructions), but prost's
+        // encoding takes forty times as many as elsewhere.
+        counted_leg("s390x-unknown-linux-gnu", "qemu", 0.5, 40.0),
+        native,
+        counted_leg("aarch64-unknown-linux-gnu", "cortex-a72", 1.2, 1.0),
+        counted_leg("x86_64-unknown-linux-gnu", "Nehalem-v1", 1.0, 1.0),
+    ]
+}
+
+/// The text of every `<text>` element of an SVG drawing: labels, legends, values.
+fn svg_texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let inner = &t[t.find('>')? + 1..t.find("</text>")?];
+            Some(inner.trim().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn instructions_side_by_side_per_architecture() {
+    let columns = three_counted_architectures();
+    let md = cross::markdown(&columns);
+    insta::assert_snapshot!(md);
+    // The instruction tables lead, in architecture order, encode and decode apart.
+    assert!(
+        md.find("### Instructions per round trip").unwrap()
+            < md.find("### Median round trip").unwrap()
+    );
+    assert!(md.contains("| cell | x86_64 measuring | x86_64 peer | aarch64 measuring | aarch64 peer | s390x measuring | s390x peer |"), "{md}");
+    assert!(md.contains("| cell | x86_64 encode | x86_64 decode | aarch64 encode | aarch64 decode | s390x encode | s390x decode |"), "{md}");
+    assert!(
+        md.contains(
+            "x86_64 on Nehalem-v1 (`x86_64-unknown-linux-gnu@qemu (quick)`), aarch64 on cortex-a72"
+        ),
+        "{md}"
+    );
+    // prost's pathological encoding on s390x: 40 x 0.5 x (400 + 200 / 8).
+    assert!(
+        md.contains("| `ser::prost::tcp::200B` | 425 | 310 | 510 | 372 | 8500 | 155 |"),
+        "{md}"
+    );
+    // Busy-poll counts are marked; the others are not.
+    assert!(
+        md.contains("| `echo::shm-busy::200B` | 6000† | 4000† | 7200† | 4800† | 3000† | 2000† |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| `echo::shm-blocking::200B` | 3000 | 2000 |"),
+        "{md}"
+    );
+    assert!(md.contains("†: depends on timing"), "{md}");
+    // The native leg's timings alone get no ratio; the counted legs' timings are not compared.
+    assert!(
+        md.contains("| cell | x86_64-unknown-linux-gnu@native (quick) p50 |\n"),
+        "{md}"
+    );
+    assert!(!md.contains("| ratio |"), "{md}");
+
+    let page = cross::html(&columns);
+    for outside in ["<script", "<link", "src=", "url(", "@import"] {
+        assert!(
+            !page.contains(outside),
+            "the page loads something: {outside}"
+        );
+    }
+    // Relative to x86_64 by scenario; codec encoding and decoding.
+    assert_eq!(page.matches("<svg").count(), 2, "{page}");
+    assert!(page.contains("Instructions relative to x86_64, by scenario"));
+    let codec = svg_texts(&page[page.rfind("<svg").unwrap()..page.rfind("</svg>").unwrap()]);
+    for wanted in [
+        "Codec encoding and decoding: instructions per architecture",
+        "instructions to encode one frame",
+        "instructions to decode one reply",
+        "ser::prost::tcp::64KiB",
+        "x86_64",
+        "aarch64",
+        "s390x",
+    ] {
+        assert!(codec.contains(&wanted.to_string()), "{wanted}: {codec:?}");
+    }
+    assert!(
+        page.contains("s390x<br><span class=\"cpu\">qemu</span>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<td class=\"informs\" title=\"depends on timing: informs only\">6000†</td>")
+    );
+    assert!(page.contains("<tr class=\"group\"><th colspan=\"7\">ser</th></tr>"));
+    // The summary leaves the timing-dependent busy-poll cell out: echo on aarch64 is
+    // 1.20x x86_64 in every other cell.
+    let summary = svg_texts(&page[page.find("<svg").unwrap()..page.find("</svg>").unwrap()]);
+    for wanted in [
+        "echo",
+        "ser",
+        "codec encoding",
+        "codec decoding",
+        "aarch64",
+        "s390x",
+    ] {
+        assert!(
+            summary.contains(&wanted.to_string()),
+            "{wanted}: {summary:?}"
+        );
+    }
+    // Each bar's value, per leg in row order (echo, ser, codec encoding, codec decoding):
+    // aarch64 at 1.20x throughout; s390x at 0.50x but for its encoding, the geometric mean
+    // of 0.5 (capnp) and 20 (prost).
+    let bars = [
+        "1.20x", "1.20x", "1.20x", "1.20x", "0.50x", "0.50x", "3.16x", "0.50x",
+    ];
+    assert!(summary.windows(8).any(|w| w == bars), "{summary:?}");
+
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("instructions_side_by_side");
+    let (md_file, html_file) = cross::write(&out, &columns).unwrap();
+    assert_eq!(std::fs::read_to_string(md_file).unwrap(), md);
+    assert_eq!(std::fs::read_to_string(html_file).unwrap(), page);
 }
 
 const CODEC_SCENARIOS: &str = "

@@ -24,10 +24,17 @@ pub fn quick_cells(scenarios: &str) -> Vec<Cell> {
 
 /// A fixed environment: x86_64, the given runner and CPU model, an optimized build.
 pub fn environment(runner: &str, cpu_model: &str) -> Environment {
+    target_environment("x86_64-unknown-linux-gnu", runner, cpu_model)
+}
+
+/// A fixed environment of another target: `triple`, the given runner and CPU model, an
+/// optimized build.
+pub fn target_environment(triple: &str, runner: &str, cpu_model: &str) -> Environment {
+    let arch = triple.split('-').next().unwrap_or(triple);
     Environment {
-        target_triple: "x86_64-unknown-linux-gnu".into(),
+        target_triple: triple.into(),
         runner: runner.into(),
-        qemu_version: (runner == "qemu").then(|| "qemu-x86_64 version 7.2.0".into()),
+        qemu_version: (runner == "qemu").then(|| format!("qemu-{arch} version 7.2.0")),
         cpu_model: cpu_model.into(),
         logical_cores: 2,
         kernel: "6.1.0".into(),
