@@ -15,6 +15,10 @@ use crate::Environment;
 pub const RESULT_SCHEMA_VERSION: u32 = 4;
 /// Results keep at most this many raw round-trip times (the first ones).
 pub const MAX_SAMPLES_KEPT: usize = 100_000;
+/// The largest result file read, in bytes (16 MiB). A result keeps at most
+/// [`MAX_SAMPLES_KEPT`] samples, which ipc-matrix writes in about 2 MB; a larger file was
+/// not written by it and is refused, with its path, before it is read into memory.
+pub const MAX_RESULT_FILE_BYTES: u64 = 16 << 20;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CellResult {

@@ -2,8 +2,8 @@
 //! to a temporary file and renamed, so a crash never leaves half a result. Keeping profiles
 //! apart means a report never mixes a quick run's cells with a full run's.
 
-use crate::{CellResult, RESULT_SCHEMA_VERSION};
-use std::io;
+use crate::{CellResult, MAX_RESULT_FILE_BYTES, RESULT_SCHEMA_VERSION};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 pub fn leg_name(triple: &str, runner: &str) -> String {
@@ -141,7 +141,7 @@ pub fn read_run(run_dir: &Path, wanted: Option<&str>) -> io::Result<RunResults> 
         if path.extension().is_none_or(|e| e != "json") {
             continue;
         }
-        let bytes = std::fs::read(&path).map_err(|e| located(e, &path))?;
+        let bytes = read_bounded(&path, MAX_RESULT_FILE_BYTES, "a result file")?;
         let value: serde_json::Value = serde_json::from_slice(&bytes)
             .map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?;
         let version = value.get("schema_version").and_then(|v| v.as_u64());
@@ -202,4 +202,39 @@ pub fn read_run(run_dir: &Path, wanted: Option<&str>) -> io::Result<RunResults> 
 /// Reads the results of the run that finished last in a run folder ([`read_run`]).
 pub fn read_results(run_dir: &Path) -> io::Result<Vec<CellResult>> {
     read_run(run_dir, None).map(|run| run.results)
+}
+
+/// The bytes of `path`, refused with an error naming the file and the bound when it holds
+/// more than `bound` bytes (`what` says what it is): the size is checked before anything
+/// is read, and the read stops one byte past the bound, should the file grow meanwhile.
+pub fn read_bounded(path: &Path, bound: u64, what: &str) -> io::Result<Vec<u8>> {
+    let located = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let too_large = |size: u64| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{}: {size} bytes, more than the {bound} bytes ({}) {what} may hold; it was not written by ipc-matrix",
+                path.display(),
+                mebibytes(bound)
+            ),
+        )
+    };
+    let file = std::fs::File::open(path).map_err(located)?;
+    let size = file.metadata().map_err(located)?.len();
+    if size > bound {
+        return Err(too_large(size));
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    file.take(bound + 1)
+        .read_to_end(&mut bytes)
+        .map_err(located)?;
+    if bytes.len() as u64 > bound {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// `16777216` -> `16 MiB`.
+fn mebibytes(bytes: u64) -> String {
+    format!("{} MiB", bytes >> 20)
 }

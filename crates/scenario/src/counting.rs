@@ -129,16 +129,24 @@ impl Counting {
         }
     }
 
-    /// The instructions of the closed windows of `label` in `file`, and their number.
+    /// The instructions of the closed windows of `label` in `file`, and their number; none
+    /// when the file holds none (a file that cannot be read is reported on stderr).
     fn closed_windows(&self, file: PathBuf, label: u64) -> Option<(u128, u64)> {
-        let records = ipc_matrix_count_window::read_records(&file).ok()?;
-        let (sum, n) = records
-            .iter()
-            .filter(|r| r.label == label && r.end == ipc_matrix_count_window::End::Close)
-            .filter_map(|r| r.insns)
-            .fold((0u128, 0u64), |(sum, n), insns| {
-                (sum + u128::from(insns), n + 1)
-            });
+        let (mut sum, mut n) = (0u128, 0u64);
+        let read = ipc_matrix_count_window::for_each_record(&file, |r| {
+            if let (true, ipc_matrix_count_window::End::Close, Some(insns)) =
+                (r.label == label, r.end, r.insns)
+            {
+                sum += u128::from(insns);
+                n += 1;
+            }
+        });
+        if let Err(e) = read {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                eprintln!("warning: instruction counts not read: {e}");
+            }
+            return None;
+        }
         (n > 0).then_some((sum, n))
     }
 }
