@@ -256,3 +256,74 @@ fn a_killed_run_leaves_no_process_and_the_next_run_removes_its_leftovers() {
         left_behind.len()
     );
 }
+
+#[test]
+fn the_next_run_removes_temporary_files_of_crashed_writes_and_keeps_the_rest() {
+    let s = Scratch::new("crash-tmp", MATRIX);
+    let dir = ipc_matrix_results::run_dir(&s.path("out"), &common::leg(), "quick");
+    let cells = dir.join("cells");
+    std::fs::create_dir_all(&cells).unwrap();
+    let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    let plant = |path: &Path, age: Option<std::time::SystemTime>| {
+        let file = std::fs::File::create(path).unwrap();
+        std::io::Write::write_all(&mut &file, b"{\"half a resu").unwrap();
+        if let Some(when) = age {
+            file.set_modified(when).unwrap();
+        }
+        file
+    };
+    // What a writer killed mid-write leaves (no lock held any more): removed.
+    let stale = [
+        cells.join("echo.tcp.200B.json.tmp4194301"),
+        dir.join("report.md.tmp17"),
+        cells.join(".write-check-12.tmp12"),
+    ];
+    for path in &stale {
+        plant(path, Some(an_hour_ago));
+    }
+    // Kept: other names, a temporary file whose writer is alive (it holds the lock), and
+    // one written just now (its writer may not have locked it yet).
+    let kept = [
+        cells.join("notes.tmp"),
+        cells.join("echo.tcp.200B.json.tmpx1"),
+        dir.join("my.tmp12.txt"),
+        dir.join("keep.tmpfile"),
+    ];
+    for path in &kept {
+        plant(path, Some(an_hour_ago));
+    }
+    let writing = dir.join("report.html.tmp4194302");
+    let held = plant(&writing, Some(an_hour_ago));
+    held.try_lock().unwrap();
+    let fresh = cells.join("after.tcp.200B.json.tmp4194303");
+    plant(&fresh, None);
+
+    let run = s.run(&["run", "--out", "out", "--filter", "/^after::/"]);
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    for path in &stale {
+        assert!(
+            !path.exists(),
+            "{} was left:\n{}",
+            path.display(),
+            text(&run)
+        );
+        assert!(
+            text(&run).contains(&format!(
+                "removed a temporary file of a crashed write: {}",
+                path.strip_prefix(&s.0).unwrap().display()
+            )),
+            "{} was not named:\n{}",
+            path.display(),
+            text(&run)
+        );
+    }
+    for path in kept.iter().chain([&writing, &fresh]) {
+        assert!(
+            path.exists(),
+            "{} was removed:\n{}",
+            path.display(),
+            text(&run)
+        );
+    }
+    drop(held);
+}
