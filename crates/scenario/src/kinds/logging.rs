@@ -1,18 +1,24 @@
 //! The logging scenario (seed 002): the same short non-ASCII line, numbered, written
-//! `iterations` times to a file in a private directory, one way per cell (`LogSink`).
-//! Time is taken per batch of lines; afterwards the file is read back and must equal,
-//! byte for byte, what was logged: nothing lost, nothing reordered, nothing added.
+//! `iterations` times to a file, one way per cell (`LogSink`). Time is taken per batch of
+//! lines; afterwards the file is read back and must equal, byte for byte, what was logged:
+//! nothing lost, nothing reordered, nothing added.
+//!
+//! The file has no name ([`unnamed_file`]): it is written and read back through the
+//! descriptor this cell keeps, and sinks that open their own file (`tracing-appender`)
+//! open `/proc/self/fd/<descriptor>`, the same file. A crash at any moment leaves nothing
+//! on disk.
 
 use crate::context::Tally;
 use crate::failure::setup_failure;
 use crate::fault::{Fault, FaultKind};
 use ipc_matrix_results::{Failure, FailureKind, LoggingStats};
 use ipc_matrix_spec::{Cell, LogSink, LogWrite};
-use ipc_matrix_transport::{allowed_cpus, set_thread_cpus, PrivateDir};
+use ipc_matrix_transport::{allowed_cpus, set_thread_cpus, unnamed_file};
 use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::io::{BufWriter, Read, Seek, Write};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
+use tracing_appender::rolling::{RollingFileAppender, Rotation};
 
 /// Lines per timed batch: one clock read per batch keeps the clock out of the cost of a
 /// line (a buffered line costs tens of nanoseconds, about as much as reading the clock).
@@ -119,24 +125,18 @@ pub(crate) fn logging(
         .checked_add(cell.iterations)
         .ok_or_else(|| setup_failure("warmup + iterations overflow a 64-bit count".into()))?;
     let lines = LogLines::new(total, line_bytes);
-    let dir = PrivateDir::create()
-        .map_err(|e| setup_failure(format!("creating a private directory: {e}")))?;
-    let file_name = "cell.log";
-    let path = dir.path().join(file_name);
+    let file = unnamed_file().map_err(|e| setup_failure(format!("creating the log file: {e}")))?;
 
     let started = Instant::now();
     let drain = match sink {
-        LogSink::Buffered => {
-            let file = create(&path)?;
-            write_lines(BufWriter::new(file), (cell, budget), &lines, tally)?
-        }
-        LogSink::WritePerLine => write_lines(create(&path)?, (cell, budget), &lines, tally)?,
+        LogSink::Buffered => write_lines(BufWriter::new(&file), (cell, budget), &lines, tally)?,
+        LogSink::WritePerLine => write_lines(&file, (cell, budget), &lines, tally)?,
         LogSink::TracingBlocking => {
-            let appender = tracing_appender::rolling::never(dir.path(), file_name);
+            let appender = appender_of(&file)?;
             trace_lines(appender, (cell, budget), &lines, tally, || ())?
         }
         LogSink::TracingNonBlocking => {
-            let appender = tracing_appender::rolling::never(dir.path(), file_name);
+            let appender = appender_of(&file)?;
             // The worker thread inherits the CPUs of the thread that starts it: let it
             // run beside this one rather than on the one CPU this thread is pinned to.
             let own = allowed_cpus();
@@ -153,10 +153,10 @@ pub(crate) fn logging(
     let total = started.elapsed();
     tally.measured_time = total;
 
-    let mut written = std::fs::read(&path).map_err(|e| Failure {
+    let mut written = read_back(&file, lines.bytes().len()).map_err(|e| Failure {
         kind: FailureKind::PeerGone,
         round_trip: None,
-        reason: format!("reading the log back from {}: {e}", path.display()),
+        reason: format!("reading the log file back: {e}"),
     })?;
     if let Some(fault) = fault {
         damage(&mut written, fault, line_bytes);
@@ -201,8 +201,29 @@ fn damage(file: &mut Vec<u8>, fault: Fault, line_bytes: usize) {
     }
 }
 
-fn create(path: &Path) -> Result<File, Failure> {
-    File::create(path).map_err(|e| setup_failure(format!("creating {}: {e}", path.display())))
+/// `tracing-appender`'s file appender (never rotating) on `file`: it opens its file by a
+/// path, so it is given `/proc/self/fd/<descriptor>`, which opens this same file.
+fn appender_of(file: &File) -> Result<RollingFileAppender, Failure> {
+    let descriptor = file.as_raw_fd().to_string();
+    RollingFileAppender::builder()
+        .rotation(Rotation::NEVER)
+        .filename_prefix(descriptor.as_str())
+        .build("/proc/self/fd")
+        .map_err(|e| {
+            setup_failure(format!(
+                "opening the log file through /proc/self/fd/{descriptor}: {e}"
+            ))
+        })
+}
+
+/// The whole file from its start, at most one byte more than `expected` (a longer file
+/// differs already; reading on would only cost memory).
+fn read_back(file: &File, expected: usize) -> std::io::Result<Vec<u8>> {
+    let mut reader = file;
+    reader.rewind()?;
+    let mut bytes = Vec::with_capacity(expected + 1);
+    reader.take(expected as u64 + 1).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Writes every line with `write_all` (unbuffered `File`: one write(2) per line), then
