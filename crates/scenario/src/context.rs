@@ -108,6 +108,9 @@ pub(crate) struct Tally {
     pub(crate) counting: Option<Counting>,
     /// The peer process of a request/reply cell, whose counts are read after it exits.
     pub(crate) peer_pid: Option<u32>,
+    /// What the measuring side's counting windows held when they are not one per round
+    /// trip: the lines of a logging cell's measured batches (its counts are per line).
+    pub(crate) operations_counted: Option<u64>,
 }
 
 impl Tally {

@@ -8,12 +8,13 @@
 //!
 //! The measuring thread opens a window around each measured round trip (the request, the
 //! wait, the reply; the reply check stays outside); the peer's serving thread around
-//! each measured reply. Labels carry a number drawn per cell, so records of another
+//! each measured reply. A logging cell (no peer) opens one around the writes of each
+//! measured batch of lines, and its counts are per line. Labels carry a number drawn per cell, so records of another
 //! cell, or of an earlier process that had the same process id, are never summed in.
 
 use ipc_matrix_results::InstructionCounts;
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use ipc_matrix_count_window::COUNT_FILE_ENV;
 /// The emulated CPU model QEMU runs (QEMU reads it; so does the guest, to record it).
@@ -99,30 +100,32 @@ impl Counting {
         PathBuf::from(self.pattern.replace("%p", &pid.to_string()))
     }
 
-    /// Reads both sides' windows: instructions per measured round trip, over
-    /// `round_trips`. `peer_pid` is the peer's process (its QEMU process, whose pid the
-    /// guest shares); its file is removed once read.
+    /// Reads both sides' windows: instructions per measured operation, over
+    /// `operations` (round trips; a logging cell's lines). `peer_pid` is the peer's
+    /// process (its QEMU process, whose pid the guest shares), when the cell has one; its
+    /// file is removed once read.
     pub(crate) fn collect(
         &self,
-        peer_pid: u32,
-        round_trips: u64,
+        peer_pid: Option<u32>,
+        operations: u64,
         timing_dependent: bool,
     ) -> InstructionCounts {
-        let own = self.closed_windows(self.file_of(std::process::id()), self.measuring_label());
-        let peer_file = self.file_of(peer_pid);
-        let peer = self.closed_windows(peer_file.clone(), self.cell_label | PEER);
-        let _ = std::fs::remove_file(peer_file);
-        let per_round_trip = |(sum, _): (u128, u64)| sum as f64 / round_trips.max(1) as f64;
-        let per_window = |(sum, n): (u128, u64)| sum as f64 / n.max(1) as f64;
         let own_file = self.file_of(std::process::id());
+        let own = self.closed_windows(&own_file, self.measuring_label());
+        let peer = peer_pid.and_then(|pid| {
+            let peer_file = self.file_of(pid);
+            let peer = self.closed_windows(&peer_file, self.cell_label | PEER);
+            let _ = std::fs::remove_file(peer_file);
+            peer
+        });
+        let per_operation = |(sum, _): (u128, u64)| sum as f64 / operations.max(1) as f64;
+        let per_window = |(sum, n): (u128, u64)| sum as f64 / n.max(1) as f64;
         let (encode, decode) = self.codec_labels();
         InstructionCounts {
-            measuring: own.map(per_round_trip),
-            peer: peer.map(per_round_trip),
-            encode: self
-                .closed_windows(own_file.clone(), encode)
-                .map(per_window),
-            decode: self.closed_windows(own_file, decode).map(per_window),
+            measuring: own.map(per_operation),
+            peer: peer.map(per_operation),
+            encode: self.closed_windows(&own_file, encode).map(per_window),
+            decode: self.closed_windows(&own_file, decode).map(per_window),
             windows: own.map_or(0, |(_, n)| n),
             cpu_model: std::env::var(QEMU_CPU_ENV).ok(),
             timing_dependent,
@@ -131,9 +134,9 @@ impl Counting {
 
     /// The instructions of the closed windows of `label` in `file`, and their number; none
     /// when the file holds none (a file that cannot be read is reported on stderr).
-    fn closed_windows(&self, file: PathBuf, label: u64) -> Option<(u128, u64)> {
+    fn closed_windows(&self, file: &Path, label: u64) -> Option<(u128, u64)> {
         let (mut sum, mut n) = (0u128, 0u64);
-        let read = ipc_matrix_count_window::for_each_record(&file, |r| {
+        let read = ipc_matrix_count_window::for_each_record(file, |r| {
             if let (true, ipc_matrix_count_window::End::Close, Some(insns)) =
                 (r.label == label, r.end, r.insns)
             {

@@ -15,7 +15,8 @@ use ipc_matrix_results::{
     RESULT_SCHEMA_VERSION,
 };
 use ipc_matrix_spec::{
-    available_memory, check_memory, Cell, ScenarioKind, TransportKind, WakeMode, Work,
+    available_memory, check_memory, Cell, LogSink, LogWrite, ScenarioKind, TransportKind, WakeMode,
+    Work,
 };
 use std::time::{Instant, SystemTime};
 
@@ -40,12 +41,10 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
             | ScenarioKind::Bulk
             | ScenarioKind::Codec
             | ScenarioKind::Rpc
-            | ScenarioKind::ReqRep => Counting::for_cell(),
+            | ScenarioKind::ReqRep
+            | ScenarioKind::Logging => Counting::for_cell(),
             // Not counted yet: their peers run several processes or threads of their own.
-            ScenarioKind::FanOut
-            | ScenarioKind::FanIn
-            | ScenarioKind::UdpLoad
-            | ScenarioKind::Logging => None,
+            ScenarioKind::FanOut | ScenarioKind::FanIn | ScenarioKind::UdpLoad => None,
         },
         ..Tally::default()
     };
@@ -94,12 +93,17 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         .and_then(|()| measured_all(cell, &tally))
         .err();
     let cpu_pressure = pressure.share();
+    // Per round trip (per line for a logging cell, which has no peer).
     let instructions = match (&tally.counting, tally.peer_pid, &failure) {
-        (Some(counting), Some(peer), None) => Some(counting.collect(
-            peer,
-            tally.recorder.count().saturating_add(tally.lost),
-            counts_depend_on_timing(cell, options),
-        )),
+        (Some(counting), peer, None) if peer.is_some() || !cell.kind().has_peer() => Some(
+            counting.collect(
+                peer,
+                tally
+                    .operations_counted
+                    .unwrap_or_else(|| tally.recorder.count().saturating_add(tally.lost)),
+                counts_depend_on_timing(cell, options),
+            ),
+        ),
         _ => None,
     };
     // Again after the cell: the host may move the CPUs while it runs.
@@ -195,10 +199,17 @@ const STREAM_BUFFER: u64 = 64 * 1024;
 
 /// A count that depends on timing informs and never gates: spinning while waiting
 /// (busy-poll), a spun peer delay, a lossy transport whose waits and late replies vary,
-/// or stream messages over [`STREAM_BUFFER`] (three runs of `bulk::local::1MB` differed by
-/// 23 % in instructions, `bulk::tcp::1MB` under aarch64 by 36 %).
+/// stream messages over [`STREAM_BUFFER`] (three runs of `bulk::local::1MB` differed by
+/// 23 % in instructions, `bulk::tcp::1MB` under aarch64 by 36 %), or a non-blocking log
+/// writer (the logging thread waits, spinning first, whenever the worker's queue is full).
 fn counts_depend_on_timing(cell: &Cell, options: &RunOptions) -> bool {
-    cell.wake == Some(WakeMode::BusyPoll)
+    matches!(
+        cell.work,
+        Work::Logging(LogWrite {
+            sink: LogSink::TracingNonBlocking,
+            ..
+        })
+    ) || cell.wake == Some(WakeMode::BusyPoll)
         || options.peer_delay_for(cell).is_some()
         || cell.transport == TransportKind::Udp
         || (cell.transport.is_byte_stream() && cell.payload_bytes > STREAM_BUFFER)

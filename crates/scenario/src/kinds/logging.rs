@@ -9,6 +9,7 @@
 //! on disk.
 
 use crate::context::Tally;
+use crate::counting::Counting;
 use crate::failure::setup_failure;
 use crate::fault::{Fault, FaultKind};
 use ipc_matrix_results::{Failure, FailureKind, LoggingStats};
@@ -141,6 +142,7 @@ pub(crate) fn logging(
         log: *log,
         helper_cpus: helper_cpus.to_vec(),
         fault,
+        counting: tally.counting.clone(),
         progress: Arc::clone(&progress),
     };
     let (send, receive) = mpsc::channel();
@@ -159,6 +161,7 @@ pub(crate) fn logging(
             tally.first_round_trip = own.first_round_trip;
             tally.measured_time = own.measured_time;
             tally.logging = own.logging;
+            tally.operations_counted = own.operations_counted;
             outcome
         }
         Err(mpsc::RecvTimeoutError::Timeout) => {
@@ -201,6 +204,7 @@ struct Writer {
     log: LogWrite,
     helper_cpus: Vec<usize>,
     fault: Option<Fault>,
+    counting: Option<Counting>,
     progress: Arc<Progress>,
 }
 
@@ -218,6 +222,7 @@ impl Writer {
                 .fault
                 .filter(|f| f.kind == FaultKind::Stall)
                 .map(|f| f.at),
+            count_label: self.counting.as_ref().map(|c| c.measuring_label()),
         };
         let started = Instant::now();
         let drain = match sink {
@@ -373,7 +378,8 @@ where
     Ok(closing.elapsed())
 }
 
-/// How the lines are written: in timed batches, within the budget.
+/// How the lines are written: in timed batches, within the budget, counted when the
+/// cell is counted.
 struct Batches<'a> {
     cell: &'a Cell,
     /// Bounds the writing: a file system that stops taking lines fails the cell at the
@@ -382,11 +388,14 @@ struct Batches<'a> {
     progress: &'a Progress,
     /// The harness's own test of the budget: the write of this line never returns.
     stall_at: Option<u64>,
+    /// The label of the instruction-counting windows, when the cell is counted.
+    count_label: Option<u64>,
 }
 
 impl Batches<'_> {
     /// Calls `write_line` for lines 0..count; records the mean time per line of every
-    /// batch after the warm-up lines.
+    /// batch after the warm-up lines, and counts their instructions (the writes alone: the
+    /// clock, the deadline check and the batch bookkeeping stay outside the window).
     fn write(
         &self,
         count: u64,
@@ -409,16 +418,26 @@ impl Batches<'_> {
             }
             let end = (index + BATCH).min(count);
             let measured = index >= self.cell.warmup;
+            let counted = self.count_label.filter(|_| measured);
             let started = Instant::now();
+            if let Some(label) = counted {
+                ipc_matrix_count_window::open(label);
+            }
             for line in index..end {
                 if self.stall_at == Some(line) {
                     stall();
                 }
                 write_line(line)?;
             }
+            if let Some(label) = counted {
+                ipc_matrix_count_window::close(label);
+            }
             let elapsed = started.elapsed();
             if measured {
                 tally.recorder.record(elapsed / (end - index) as u32);
+                if counted.is_some() {
+                    *tally.operations_counted.get_or_insert(0) += end - index;
+                }
             }
             if index == 0 {
                 tally.first_round_trip = Some(elapsed / (end - index) as u32);
