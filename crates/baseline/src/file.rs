@@ -301,7 +301,9 @@ impl Baseline {
     }
 
     /// Writes the baseline through a temporary file, so an interrupted write leaves the
-    /// old baseline in place.
+    /// old baseline in place ([`ipc_matrix_results::write_atomically`]: the temporary
+    /// file is removed when the write fails). Temporary files that a crashed write left in
+    /// the baseline's folder are removed first.
     pub fn save(&self, path: &Path) -> Result<(), BaselineError> {
         let io = |source| BaselineError::Io {
             path: path.into(),
@@ -312,8 +314,15 @@ impl Baseline {
         }
         let mut json = serde_json::to_vec_pretty(self).expect("a baseline always serializes");
         json.push(b'\n');
-        let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
-        std::fs::write(&tmp, json).map_err(io)?;
-        std::fs::rename(&tmp, path).map_err(io)
+        if let Some(dir) = path.parent() {
+            ipc_matrix_results::remove_stale_temporary_files(dir).map_err(io)?;
+        }
+        // Its error names the file already.
+        let prefix = format!("{}: ", path.display());
+        ipc_matrix_results::write_atomically(path, &json).map_err(|e| {
+            let message = e.to_string();
+            let message = message.strip_prefix(&prefix).unwrap_or(&message);
+            io(std::io::Error::new(e.kind(), message.to_string()))
+        })
     }
 }

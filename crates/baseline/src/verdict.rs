@@ -351,7 +351,8 @@ fn judge_instructions(
     notes: &mut Vec<String>,
 ) -> Option<InstructionVerdict> {
     let counts = result.instructions.as_ref()?;
-    let current = counts.total()?;
+    let peered = result.cell.kind().has_peer();
+    let current = counts.total(peered)?;
     let accepted: Vec<&InstructionCounts> = base
         .map(|b| {
             b.runs
@@ -360,7 +361,7 @@ fn judge_instructions(
                 .collect()
         })
         .unwrap_or_default();
-    let mut totals: Vec<f64> = accepted.iter().filter_map(|c| c.total()).collect();
+    let mut totals: Vec<f64> = accepted.iter().filter_map(|c| c.total(peered)).collect();
     totals.sort_by(f64::total_cmp);
     let mut verdict = InstructionVerdict {
         verdict: Verdict::New,

@@ -108,7 +108,7 @@ pub fn verdict_table(report: &LegReport) -> Table {
                     .map_or_else(dash, |c| format!("{:.0}%", c.margin * 100.0)),
             ),
             TableCell::new(verdict),
-            TableCell::new(instructions_text(cell)),
+            TableCell::new(instructions_text(report, cell)),
         ]);
     }
     table
@@ -163,11 +163,17 @@ pub fn baselines_dir(explicit: Option<PathBuf>, matrix: &Path) -> PathBuf {
     })
 }
 
-/// `1329/rt unchanged 1.000x`: a counted cell's guest instructions per round trip and their
-/// verdict, as the reports give them.
-fn instructions_text(cell: &ipc_matrix_baseline::CellVerdict) -> String {
+/// `1329/rt unchanged 1.000x`: a counted cell's guest instructions per round trip (per
+/// line for a logging cell: `412/line`) and their verdict, as the reports give them.
+fn instructions_text(report: &LegReport, cell: &ipc_matrix_baseline::CellVerdict) -> String {
+    let per = match report.results.iter().find(|r| r.cell.id == cell.cell_id) {
+        Some(r) if !r.cell.kind().has_peer() => "line",
+        _ => "rt",
+    };
     match ipc_matrix_report::instruction_columns(cell) {
-        (count, verdict, _) if cell.instructions.is_some() => format!("{count}/rt {verdict}"),
+        (count, verdict, _) if cell.instructions.is_some() => {
+            format!("{count}/{per} {verdict}")
+        }
         _ => "-".into(),
     }
 }

@@ -5,7 +5,15 @@
 //! it shared while they store their result: the processes of one nextest run share the
 //! folder, and a CLI run into the same folder is refused rather than mixed in. A crash
 //! releases the lock with the process (it is an advisory `flock`).
+//!
+//! Every result in `cells/` is written by a holder of the lock, and the write check is made
+//! once the lock is held. So once `ipc-matrix run` holds it exclusively, no other writer of
+//! results is active, and the temporary files (`<name>.tmp<pid>`) a crashed writer left
+//! are removed then ([`remove_stale_temporary_files`], which also asks each file's own
+//! lock: reports are written into the folder by `ipc-matrix report` without the folder's
+//! lock).
 
+use ipc_matrix_results::remove_stale_temporary_files;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -14,11 +22,13 @@ const LOCK_FILE: &str = ".lock";
 
 pub struct RunFolder {
     dir: PathBuf,
+    removed: Vec<PathBuf>,
     _lock: File,
 }
 
 impl RunFolder {
-    /// Claims the folder of `leg` and `profile` under `out` for one run, alone.
+    /// Claims the folder of `leg` and `profile` under `out` for one run, alone, and removes
+    /// the temporary files crashed writers left in it and in its `cells/`.
     pub fn claim(out: &Path, leg: &str, profile: &str) -> io::Result<Self> {
         Self::hold(out, leg, profile, true)
     }
@@ -32,6 +42,11 @@ impl RunFolder {
         &self.dir
     }
 
+    /// The temporary files of crashed writers removed when the folder was claimed.
+    pub fn removed(&self) -> &[PathBuf] {
+        &self.removed
+    }
+
     fn hold(out: &Path, leg: &str, profile: &str, alone: bool) -> io::Result<Self> {
         let dir = ipc_matrix_results::run_dir(out, leg, profile);
         let cells = dir.join("cells");
@@ -39,11 +54,6 @@ impl RunFolder {
             io::Error::new(e.kind(), format!("cannot {doing} {}: {e}", path.display()))
         };
         std::fs::create_dir_all(&cells).map_err(|e| located(e, &cells, "create"))?;
-        // Writable now, not only after every cell has run.
-        let probe = cells.join(".write-check");
-        ipc_matrix_results::write_atomically(&probe, b"ok")
-            .and_then(|()| std::fs::remove_file(&probe))
-            .map_err(|e| located(e, &cells, "write results into"))?;
         let path = dir.join(LOCK_FILE);
         let lock = OpenOptions::new()
             .create(true)
@@ -57,15 +67,35 @@ impl RunFolder {
             lock.try_lock_shared()
         };
         match taken {
-            Ok(()) => Ok(Self { dir, _lock: lock }),
-            Err(TryLockError::WouldBlock) => Err(io::Error::new(
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => return Err(io::Error::new(
                 io::ErrorKind::WouldBlock,
                 format!(
                     "another ipc-matrix run is writing results into {}; wait for it to finish, or give this run another --out",
                     dir.display()
                 ),
             )),
-            Err(TryLockError::Error(e)) => Err(located(e, &path, "lock")),
+            Err(TryLockError::Error(e)) => return Err(located(e, &path, "lock")),
         }
+        // Writable now, not only after every cell has run. The check's name is this
+        // process's own: the processes of a nextest run check at the same time.
+        let probe = cells.join(format!(".write-check-{}", std::process::id()));
+        ipc_matrix_results::write_atomically(&probe, b"ok")
+            .and_then(|()| std::fs::remove_file(&probe))
+            .map_err(|e| located(e, &cells, "write results into"))?;
+        let mut removed = Vec::new();
+        if alone {
+            for folder in [&dir, &cells] {
+                removed.extend(
+                    remove_stale_temporary_files(folder)
+                        .map_err(|e| located(e, folder, "clean"))?,
+                );
+            }
+        }
+        Ok(Self {
+            dir,
+            removed,
+            _lock: lock,
+        })
     }
 }

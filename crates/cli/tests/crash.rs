@@ -1,7 +1,8 @@
 //! `kill -9` in the middle of a run: of the measuring process, and in some rounds of its
 //! peer first. No process of the killed run is left (peers die with their parent), and
 //! the next run removes everything the killed ones left in /dev/shm and the temporary
-//! directory (once it is over a second old), naming what it removed.
+//! directory (once it is over a second old), naming what it removed. A logging cell
+//! killed while it writes leaves nothing at all: its file has no name.
 
 mod common;
 
@@ -15,9 +16,9 @@ use std::process::{Child, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
-/// Cells long enough to be killed inside (a logging cell, whose private directory lives
-/// for the whole cell, then echo over shared memory in both wake modes, a local socket and
-/// TCP), and one quick cell for the run that comes after.
+/// Cells long enough to be killed inside (a logging cell, whose file lives for the whole
+/// cell, then echo over shared memory in both wake modes, a local socket and TCP), and one
+/// quick cell for the run that comes after.
 const MATRIX: &str = r#"
 version: 1
 targets:
@@ -137,8 +138,7 @@ fn a_killed_run_leaves_no_process_and_the_next_run_removes_its_leftovers() {
         let lines = lines_of(&mut run);
         // Odd rounds kill the peer of an echo cell first (once the logging cell, which has
         // none, is over), then the measuring process. Round 0 kills the measuring process
-        // while it has an artefact in a shared place (the logging cell's private
-        // directory), so that the sweep has something to remove; round 2 while it has a
+        // while its logging cell writes (which must leave nothing); round 2 while it has a
         // peer, which must then die with it; the others at any moment.
         let kill_peer = round % 2 == 1;
         let with_peer = kill_peer || round == 2;
@@ -149,7 +149,9 @@ fn a_killed_run_leaves_no_process_and_the_next_run_removes_its_leftovers() {
         }
         if round == 0 {
             let deadline = Instant::now() + Duration::from_secs(10);
-            while artefacts_of(&BTreeSet::from([pid])).is_empty() && Instant::now() < deadline {
+            while open_files_under(pid, &std::env::temp_dir()).is_empty()
+                && Instant::now() < deadline
+            {
                 std::thread::sleep(Duration::from_millis(2));
             }
         }
@@ -211,6 +213,13 @@ fn a_killed_run_leaves_no_process_and_the_next_run_removes_its_leftovers() {
                 format!(" (peer {peers:?})")
             },
         );
+        if round == 0 {
+            assert_eq!(
+                left,
+                Vec::<PathBuf>::new(),
+                "a killed logging cell left files"
+            );
+        }
         left_behind.extend(left);
 
         // No process of the run is left: its peer dies with it (PR_SET_PDEATHSIG).
@@ -227,6 +236,18 @@ fn a_killed_run_leaves_no_process_and_the_next_run_removes_its_leftovers() {
     }
     assert!(peers_killed > 0, "no round found a peer to kill");
 
+    // What a killed creator leaves when the crash comes between creating a private
+    // directory and removing it (its lock released with it, over a second ago): the next
+    // run removes it too.
+    let planted = std::env::temp_dir().join(format!(
+        "{}{}.999999.0",
+        ipc_matrix_transport::ARTIFACT_PREFIX,
+        killed.first().unwrap()
+    ));
+    std::fs::create_dir_all(&planted).unwrap();
+    std::fs::write(planted.join(".alive"), b"").unwrap();
+    std::thread::sleep(SWEEP_GRACE);
+    left_behind.push(planted);
     // What the killed runs left is removed by the next run, which names it.
     let left = artefacts_of(&killed);
     let next = s.run(&["run", "--out", "out", "--filter", "/^after::/"]);
@@ -247,12 +268,169 @@ fn a_killed_run_leaves_no_process_and_the_next_run_removes_its_leftovers() {
         Vec::<PathBuf>::new(),
         "left by the killed runs after the next one"
     );
-    assert!(
-        !left_behind.is_empty(),
-        "round 0 killed a run with an artefact, yet none was left"
-    );
     eprintln!(
         "{ROUNDS} rounds, {peers_killed} with a peer killed; the killed runs left {}",
         left_behind.len()
     );
+}
+
+/// Logging cells long enough to be killed while they write, one per sink.
+const LOGGING_MATRIX: &str = r#"
+version: 1
+targets:
+  - { triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }
+profiles:
+  quick: { description: test }
+scenarios:
+  - { name: logging, kind: logging, transports: [file], sinks: [buffered, write-per-line, tracing-blocking, tracing-non-blocking], payloads: [64B], iterations: 3000000, warmup: 0, budget: 60s }
+"#;
+
+/// The files that process `pid` holds open under `dir` (a file without a name shows as
+/// `<dir>/#<inode> (deleted)`), with their sizes.
+fn open_files_under(pid: u32, dir: &Path) -> Vec<(PathBuf, u64)> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    fds.flatten()
+        .filter_map(|fd| {
+            let target = std::fs::read_link(fd.path()).ok()?;
+            let size = std::fs::metadata(fd.path()).ok()?.len();
+            (target.starts_with(dir) && std::fs::metadata(fd.path()).ok()?.is_file())
+                .then_some((target, size))
+        })
+        .collect()
+}
+
+fn listing(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn a_logging_cell_killed_while_it_writes_leaves_nothing_on_disk() {
+    let s = Scratch::new("crash-logging", LOGGING_MATRIX);
+    // The run's temporary directory is a folder of this test alone, so its listing before
+    // and after is exact.
+    let tmp = s.path("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let before = listing(&tmp);
+    let mut rng = SEED ^ 0x6c6f67;
+    for sink in [
+        "buffered",
+        "write-per-line",
+        "tracing-blocking",
+        "tracing-non-blocking",
+    ] {
+        let mut run = s
+            .command(&["run", "--out", "out", "--filter", &format!("::{sink}::")])
+            .env("TMPDIR", &tmp)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = run.id();
+        // Mid-write: the log file is open and holds lines.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut writing = Vec::new();
+        while writing.is_empty() && Instant::now() < deadline {
+            assert!(
+                run.try_wait().unwrap().is_none(),
+                "{sink}: the run ended before its log file was seen"
+            );
+            writing = open_files_under(pid, &tmp);
+            writing.retain(|(_, size)| *size > 0);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(!writing.is_empty(), "{sink}: no log file being written");
+        std::thread::sleep(Duration::from_millis(splitmix64(&mut rng) % 20));
+        let still = open_files_under(pid, &tmp);
+        sigkill(pid);
+        let status = run.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            status.signal(),
+            Some(libc::SIGKILL),
+            "{sink}: the run ended by itself before it was killed; give it more lines"
+        );
+        let after = listing(&tmp);
+        eprintln!("{sink}: killed while writing {writing:?} (then {still:?}); left {after:?}");
+        assert_eq!(
+            after, before,
+            "{sink}: the killed logging cell left files in its temporary directory"
+        );
+    }
+}
+
+#[test]
+fn the_next_run_removes_temporary_files_of_crashed_writes_and_keeps_the_rest() {
+    let s = Scratch::new("crash-tmp", MATRIX);
+    let dir = ipc_matrix_results::run_dir(&s.path("out"), &common::leg(), "quick");
+    let cells = dir.join("cells");
+    std::fs::create_dir_all(&cells).unwrap();
+    let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    let plant = |path: &Path, age: Option<std::time::SystemTime>| {
+        let file = std::fs::File::create(path).unwrap();
+        std::io::Write::write_all(&mut &file, b"{\"half a resu").unwrap();
+        if let Some(when) = age {
+            file.set_modified(when).unwrap();
+        }
+        file
+    };
+    // What a writer killed mid-write leaves (no lock held any more): removed.
+    let stale = [
+        cells.join("echo.tcp.200B.json.tmp4194301"),
+        dir.join("report.md.tmp17"),
+        cells.join(".write-check-12.tmp12"),
+    ];
+    for path in &stale {
+        plant(path, Some(an_hour_ago));
+    }
+    // Kept: other names, a temporary file whose writer is alive (it holds the lock), and
+    // one written just now (its writer may not have locked it yet).
+    let kept = [
+        cells.join("notes.tmp"),
+        cells.join("echo.tcp.200B.json.tmpx1"),
+        dir.join("my.tmp12.txt"),
+        dir.join("keep.tmpfile"),
+    ];
+    for path in &kept {
+        plant(path, Some(an_hour_ago));
+    }
+    let writing = dir.join("report.html.tmp4194302");
+    let held = plant(&writing, Some(an_hour_ago));
+    held.try_lock().unwrap();
+    let fresh = cells.join("after.tcp.200B.json.tmp4194303");
+    plant(&fresh, None);
+
+    let run = s.run(&["run", "--out", "out", "--filter", "/^after::/"]);
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    for path in &stale {
+        assert!(
+            !path.exists(),
+            "{} was left:\n{}",
+            path.display(),
+            text(&run)
+        );
+        assert!(
+            text(&run).contains(&format!(
+                "removed a temporary file of a crashed write: {}",
+                path.strip_prefix(&s.0).unwrap().display()
+            )),
+            "{} was not named:\n{}",
+            path.display(),
+            text(&run)
+        );
+    }
+    for path in kept.iter().chain([&writing, &fresh]) {
+        assert!(
+            path.exists(),
+            "{} was removed:\n{}",
+            path.display(),
+            text(&run)
+        );
+    }
+    drop(held);
 }

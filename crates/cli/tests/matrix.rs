@@ -259,6 +259,7 @@ fn fault_trials() -> Vec<Trial> {
             || !failure
                 .reason
                 .contains("took longer than the cell's budget (1ms)")
+            || !failure.reason.contains(&cell.id)
         {
             return Err(format!(
                 "expected a timeout, got {:?}: {}",
@@ -269,6 +270,61 @@ fn fault_trials() -> Vec<Trial> {
         println!("{}: failed as expected: {}", cell.id, failure.reason);
         Ok(())
     }));
+    // A write that never returns (the writer stalls at line 500, every sink): the cell
+    // fails at twice its budget, naming the line's batch, and does not wait for it.
+    for sink in [
+        LogSink::Buffered,
+        LogSink::WritePerLine,
+        LogSink::TracingBlocking,
+        LogSink::TracingNonBlocking,
+    ] {
+        let mut cell = fault_cell(TransportKind::File, None);
+        let budget = Duration::from_millis(300);
+        cell.work = Work::Logging(LogWrite { sink, budget });
+        cell.payload_bytes = 64;
+        cell.iterations = 300_000;
+        cell.warmup = 0;
+        cell.id = format!("{CELL_GROUP_FAULT}::logging-{sink}::stall");
+        trials.push(Trial::test(cell.id.clone(), move || {
+            let options = RunOptions {
+                fault: Some(Fault {
+                    kind: FaultKind::Stall,
+                    at: 500,
+                }),
+                ..RunOptions::default()
+            };
+            let started = std::time::Instant::now();
+            let result = run_cell(&cell, &options);
+            let took = started.elapsed();
+            let failure = result
+                .outcome
+                .failure
+                .ok_or("a logging cell whose write never returned passed")?;
+            let expected = [
+                cell.id.as_str(),
+                "the batch of lines from line 0 of 300000 did not end within 600ms",
+                "budget of 300ms",
+            ];
+            if failure.kind != FailureKind::Timeout
+                || !expected.iter().all(|e| failure.reason.contains(e))
+            {
+                return Err(format!(
+                    "expected a timeout saying {expected:?}, got {:?}: {}",
+                    failure.kind, failure.reason
+                )
+                .into());
+            }
+            // Twice the budget, plus building the lines and the probes around the cell.
+            if took > Duration::from_secs(5) {
+                return Err(format!("the cell took {took:?} to fail").into());
+            }
+            println!(
+                "{}: failed as expected in {took:?}: {}",
+                cell.id, failure.reason
+            );
+            Ok(())
+        }));
+    }
     trials.extend(overflow_trials());
     // A payload no machine here holds: refused before anything is allocated.
     let mut cell = fault_cell(TransportKind::Tcp, None);

@@ -223,19 +223,93 @@ pub struct Record {
     pub end: End,
 }
 
+/// The largest output file read, in bytes (1 GiB, about 12 million windows of about 90
+/// bytes each). A larger file is refused, with its path, before anything is read.
+pub const MAX_COUNT_FILE_BYTES: u64 = 1 << 30;
+/// The longest line that can be a [`Record`], in bytes (a record takes about 90); longer
+/// lines are skipped without being held in memory whole.
+pub const MAX_RECORD_LINE_BYTES: usize = 4096;
+
 /// Reads the plugin's output: every line that is a [`Record`] (other lines, such as
 /// a program's own output when the plugin wrote to standard error, are skipped).
+/// Bounded as [`for_each_record`] is.
 pub fn read_records(path: &Path) -> std::io::Result<Vec<Record>> {
-    let text = std::fs::read_to_string(path)?;
-    Ok(parse_records(&text))
+    let mut records = Vec::new();
+    for_each_record(path, |record| records.push(record))?;
+    Ok(records)
+}
+
+/// Hands every [`Record`] of the plugin's output to `each`, line by line, holding one
+/// line at a time (at most [`MAX_RECORD_LINE_BYTES`]): a file over
+/// [`MAX_COUNT_FILE_BYTES`] is refused with an error naming it and the bound.
+pub fn for_each_record(path: &Path, mut each: impl FnMut(Record)) -> std::io::Result<()> {
+    use std::io::{BufRead, Read};
+    let located =
+        |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(located)?;
+    let size = file.metadata().map_err(located)?.len();
+    if size > MAX_COUNT_FILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "{}: {size} bytes, more than the {MAX_COUNT_FILE_BYTES} bytes (1 GiB) an instruction count file may hold",
+                path.display()
+            ),
+        ));
+    }
+    let mut reader = std::io::BufReader::new(file.take(MAX_COUNT_FILE_BYTES));
+    let mut line = Vec::with_capacity(256);
+    loop {
+        line.clear();
+        let read = (&mut reader)
+            .take(MAX_RECORD_LINE_BYTES as u64)
+            .read_until(b'\n', &mut line)
+            .map_err(located)?;
+        if read == 0 {
+            return Ok(());
+        }
+        if line.last() != Some(&b'\n') && line.len() == MAX_RECORD_LINE_BYTES {
+            // Too long to be a record: skip the rest of the line unread.
+            skip_line(&mut reader).map_err(located)?;
+            continue;
+        }
+        if let Some(record) = std::str::from_utf8(&line).ok().and_then(parse_record) {
+            each(record);
+        }
+    }
+}
+
+/// Skips the input up to and including the next '\n'.
+fn skip_line(reader: &mut impl std::io::BufRead) -> std::io::Result<()> {
+    loop {
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            return Ok(());
+        }
+        match buffer.iter().position(|&b| b == b'\n') {
+            Some(at) => {
+                reader.consume(at + 1);
+                return Ok(());
+            }
+            None => {
+                let all = buffer.len();
+                reader.consume(all);
+            }
+        }
+    }
+}
+
+/// One line as a [`Record`], when it is one.
+fn parse_record(line: &str) -> Option<Record> {
+    let line = line.trim_end();
+    line.starts_with('{')
+        .then(|| serde_json::from_str(line).ok())
+        .flatten()
 }
 
 /// Parses the plugin's output (see [`read_records`]).
 pub fn parse_records(text: &str) -> Vec<Record> {
-    text.lines()
-        .filter(|line| line.starts_with('{'))
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
+    text.lines().filter_map(parse_record).collect()
 }
 
 /// A deterministic workload for the plugin's tests and `scripts/count-demo.sh`.
@@ -268,6 +342,29 @@ mod tests {
             std::io::Error::last_os_error().raw_os_error(),
             Some(libc::ENOSYS)
         );
+    }
+
+    #[test]
+    fn count_files_are_read_line_by_line_within_bounds() {
+        let dir = std::env::temp_dir();
+        let path = dir.join(format!("count-window-bounds-{}.jsonl", std::process::id()));
+        let record = r#"{"label":5,"pid":1,"tid":1,"vcpu":0,"insns":7,"end":"close"}"#;
+        let long = format!("{{{}}}", "x".repeat(3 * MAX_RECORD_LINE_BYTES));
+        std::fs::write(
+            &path,
+            format!("{record}\n{long}\n{record}\nnot json\n{record}"),
+        )
+        .unwrap();
+        let records = read_records(&path).unwrap();
+        assert_eq!(records.len(), 3, "{records:?}");
+        assert!(records.iter().all(|r| r.insns == Some(7)));
+        // Past the bound (a sparse file: nothing is written), refused before any read.
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.set_len(MAX_COUNT_FILE_BYTES + 1).unwrap();
+        let error = read_records(&path).unwrap_err().to_string();
+        let _ = std::fs::remove_file(&path);
+        assert!(error.contains(&path.display().to_string()), "{error}");
+        assert!(error.contains("1 GiB"), "{error}");
     }
 
     #[test]

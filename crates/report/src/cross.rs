@@ -511,7 +511,7 @@ pub fn markdown(columns: &[Column]) -> String {
 fn chart_count(column: &Column, id: &str, both: bool) -> Option<f64> {
     let c = column.counts(id).filter(|c| !c.timing_dependent)?;
     if both {
-        c.total()
+        c.total(true)
     } else {
         c.measuring
     }
@@ -535,7 +535,7 @@ fn relative_summary(legs: &[Counted], ids: &[(String, String)]) -> (Vec<String>,
                 // Both sides where both legs have both, else the measuring side.
                 let both = [reference, leg]
                     .iter()
-                    .all(|l| l.column.counts(id).is_some_and(|c| c.total().is_some()));
+                    .all(|l| l.column.counts(id).is_some_and(|c| c.total(true).is_some()));
                 let a = chart_count(reference.column, id, both)?;
                 let b = chart_count(leg.column, id, both)?;
                 (a > 0.0 && b > 0.0).then(|| b / a)

@@ -118,10 +118,10 @@ pub fn seed_tables(report: &LegReport) -> Vec<SeedTable> {
     let logging = of(&[ScenarioKind::Logging]);
     if !logging.is_empty() {
         tables.push(SeedTable {
-            title: "Logging: lines written, then read back and compared (per line: all lines, close included; batches of 1000)",
+            title: "Logging: lines written, then read back and compared (per line: all lines, close included; batches of 1000, per line: the measured batches' writes alone, as instructions/line)",
             header: header(&[
                 "cell", "lines", "total", "per line", "batch p50", "batch p99", "after the last line",
-                "lines/s",
+                "lines/s", "instructions/line",
             ]),
             rows: logging
                 .into_iter()
@@ -138,6 +138,10 @@ pub fn seed_tables(report: &LegReport) -> Vec<SeedTable> {
                         p(r, |l| l.p99),
                         stats.map_or_else(dash, |s| nanos(s.drain_ns)),
                         r.round_trips_per_sec.map_or_else(dash, |v| format!("{v:.0}")),
+                        r.instructions
+                            .as_ref()
+                            .and_then(|i| i.measuring)
+                            .map_or_else(dash, |n| format!("{n:.0}")),
                     ]
                 })
                 .collect(),

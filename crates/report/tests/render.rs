@@ -465,6 +465,16 @@ fn request_reply_load_and_logging_sections() {
                         ns_per_line: 1_250.0,
                         drain_ns: 141_000_000,
                     });
+                    // Per line, and no peer: the count is the logging thread's alone.
+                    result.instructions = Some(ipc_matrix_results::InstructionCounts {
+                        measuring: Some(412.4),
+                        peer: None,
+                        encode: None,
+                        decode: None,
+                        windows: 3,
+                        cpu_model: Some("Nehalem-v1".into()),
+                        timing_dependent: false,
+                    });
                 }
                 _ => {}
             }
@@ -479,6 +489,10 @@ fn request_reply_load_and_logging_sections() {
         "| `udp-load::c4-s1::udp::65507B` | 4 | 1 | 65507B | 450 | 90.00 % | 1000 | 100 | 7 | 930 |",
         "| `logging::tracing-non-blocking::file::64B` | 300 | 0.000s | 1.2us |",
         "| 141.00ms |",
+        // The logging table's instructions per line, and the main table's instruction
+        // column: per line, judged without a peer's count.
+        "| 141.00ms | 9992 | 412 |",
+        "| 412 | new |",
     ] {
         assert!(md.contains(wanted), "missing `{wanted}` in:\n{md}");
     }

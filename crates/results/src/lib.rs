@@ -10,9 +10,11 @@ mod store;
 pub use environment::{Environment, RUNNER_ENV};
 pub use schema::{
     CellResult, CodecStages, Failure, FailureKind, InstructionCounts, LatencyStats, LoadStats,
-    LoggingStats, Outcome, Placement, Throughput, MAX_SAMPLES_KEPT, RESULT_SCHEMA_VERSION,
+    LoggingStats, Outcome, Placement, Throughput, MAX_RESULT_FILE_BYTES, MAX_SAMPLES_KEPT,
+    RESULT_SCHEMA_VERSION,
 };
 pub use store::{
-    cell_file_name, leg_name, read_results, read_run, run_dir, run_id, write_all_or_none,
-    write_atomically, write_result, RunResults, NEXTEST_RUN_ID_ENV,
+    cell_file_name, leg_name, read_bounded, read_results, read_run, remove_stale_temporary_files,
+    run_dir, run_id, write_all_or_none, write_atomically, write_result, RunResults,
+    NEXTEST_RUN_ID_ENV,
 };

@@ -15,6 +15,10 @@ use crate::Environment;
 pub const RESULT_SCHEMA_VERSION: u32 = 4;
 /// Results keep at most this many raw round-trip times (the first ones).
 pub const MAX_SAMPLES_KEPT: usize = 100_000;
+/// The largest result file read, in bytes (16 MiB). A result keeps at most
+/// [`MAX_SAMPLES_KEPT`] samples, which ipc-matrix writes in about 2 MB; a larger file was
+/// not written by it and is refused, with its path, before it is read into memory.
+pub const MAX_RESULT_FILE_BYTES: u64 = 16 << 20;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CellResult {
@@ -189,11 +193,14 @@ pub struct LoggingStats {
     pub drain_ns: u64,
 }
 
-/// Guest instructions per measured round trip, counted under QEMU user mode.
+/// Guest instructions per measured round trip (a logging cell: per line written),
+/// counted under QEMU user mode.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InstructionCounts {
     /// The measuring thread's instructions per round trip (request, wait, reply, and for
-    /// codec cells the encoding and decoding; not the reply check).
+    /// codec cells the encoding and decoding; not the reply check). Logging cells: the
+    /// logging thread's per line of the measured batches (the writes; not creating the
+    /// file, closing it or reading it back).
     pub measuring: Option<f64>,
     /// The peer's serving thread's instructions per reply.
     pub peer: Option<f64>,
@@ -203,7 +210,8 @@ pub struct InstructionCounts {
     /// Codec cells: the measuring side's decoding of one reply (part of `measuring`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode: Option<f64>,
-    /// Measured round trips whose windows were counted.
+    /// Windows counted: one per measured round trip; for logging cells, one per measured
+    /// batch of lines.
     pub windows: u64,
     /// The emulated CPU model (`QEMU_CPU`), which fixes the library code QEMU runs.
     pub cpu_model: Option<String>,
@@ -213,8 +221,12 @@ pub struct InstructionCounts {
 }
 
 impl InstructionCounts {
-    /// Both sides together, per round trip; `None` unless both were counted.
-    pub fn total(&self) -> Option<f64> {
-        Some(self.measuring? + self.peer?)
+    /// Every side of the cell together, per round trip (per line): the measuring side and,
+    /// for a cell with a peer (`peered`), the peer; `None` unless each was counted.
+    pub fn total(&self, peered: bool) -> Option<f64> {
+        match peered {
+            true => Some(self.measuring? + self.peer?),
+            false => self.measuring,
+        }
     }
 }

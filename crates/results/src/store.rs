@@ -2,8 +2,8 @@
 //! to a temporary file and renamed, so a crash never leaves half a result. Keeping profiles
 //! apart means a report never mixes a quick run's cells with a full run's.
 
-use crate::{CellResult, RESULT_SCHEMA_VERSION};
-use std::io;
+use crate::{CellResult, MAX_RESULT_FILE_BYTES, RESULT_SCHEMA_VERSION};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 pub fn leg_name(triple: &str, runner: &str) -> String {
@@ -50,19 +50,34 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_all_or_none(&[(path, bytes)])
 }
 
+/// What ends the name of a temporary file while it is written: `.tmp<pid>`.
+const TEMPORARY_MARK: &str = ".tmp";
+
+/// `report.md` -> `report.md.tmp<pid>`, not `report.tmp<pid>`: files may share a stem.
+fn temporary_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!("{TEMPORARY_MARK}{}", std::process::id()));
+    path.with_file_name(name)
+}
+
+/// True for a name [`temporary_path`] makes: `<name>.tmp<digits>`.
+fn is_temporary_name(name: &str) -> bool {
+    name.rsplit_once(TEMPORARY_MARK).is_some_and(|(stem, pid)| {
+        !stem.is_empty() && !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
 /// Writes every file to a temporary name first and renames them only when all were
 /// written: on a full disk no file is updated (and no temporary file stays), so files
 /// that belong together (a report's three) never describe two different runs.
+///
+/// Each temporary file is locked (an advisory `flock`) by its writer from its creation
+/// until it is renamed, so [`remove_stale_temporary_files`] can tell one whose writer
+/// crashed (the kernel released its lock) from one being written.
 pub fn write_all_or_none(files: &[(&Path, &[u8])]) -> io::Result<()> {
-    // `report.md.tmp<pid>`, not `report.tmp<pid>`: files may share a stem.
-    let tmp = |path: &Path| {
-        let mut name = path.file_name().unwrap_or_default().to_os_string();
-        name.push(format!(".tmp{}", std::process::id()));
-        path.with_file_name(name)
-    };
     let remove_all = || {
         for (path, _) in files {
-            let _ = std::fs::remove_file(tmp(path));
+            let _ = std::fs::remove_file(temporary_path(path));
         }
     };
     let located =
@@ -75,19 +90,85 @@ pub fn write_all_or_none(files: &[(&Path, &[u8])]) -> io::Result<()> {
             format!("{}: a folder is in the way", path.display()),
         ));
     }
+    // The locks are held until every file is renamed.
+    let mut held = Vec::with_capacity(files.len());
     for (path, bytes) in files {
-        if let Err(e) = std::fs::write(tmp(path), bytes) {
-            remove_all();
-            return Err(located(path, e));
+        match write_locked(&temporary_path(path), bytes) {
+            Ok(file) => held.push(file),
+            Err(e) => {
+                remove_all();
+                return Err(located(path, e));
+            }
         }
     }
     for (path, _) in files {
-        if let Err(e) = std::fs::rename(tmp(path), path) {
+        if let Err(e) = std::fs::rename(temporary_path(path), path) {
             remove_all();
             return Err(located(path, e));
         }
     }
     Ok(())
+}
+
+/// Creates `path`, locks it, writes `bytes`; returns it still locked.
+fn write_locked(path: &Path, bytes: &[u8]) -> io::Result<std::fs::File> {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path)?;
+    file.try_lock().map_err(|e| match e {
+        std::fs::TryLockError::WouldBlock => io::Error::new(
+            io::ErrorKind::WouldBlock,
+            "another writer of this process holds the temporary file",
+        ),
+        std::fs::TryLockError::Error(e) => e,
+    })?;
+    file.write_all(bytes)?;
+    Ok(file)
+}
+
+/// A temporary file modified more recently than this may belong to a writer between
+/// creating and locking it: it is left to a later sweep.
+const TEMPORARY_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Removes, from `dir` (not below it), the temporary files of [`write_all_or_none`]
+/// (`<name>.tmp<pid>`) whose writers are gone: a crash during a write leaves one. A file
+/// is removed only when its writer's lock is free (the kernel releases it with the
+/// writer, however it ends) and it was last modified over a second ago; files of any
+/// other name are kept. Returns the paths removed.
+///
+/// Meant for a folder this process holds alone (`ipc-matrix run` calls it once it holds
+/// the results folder's lock exclusively); the lock on each file keeps it safe even
+/// against a writer that does not take the folder's lock.
+pub fn remove_stale_temporary_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+    let mut removed = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_str().is_some_and(is_temporary_name) {
+            continue;
+        }
+        let path = entry.path();
+        let old_file = std::fs::symlink_metadata(&path).is_ok_and(|m| {
+            m.is_file()
+                && m.modified().is_ok_and(|modified| {
+                    std::time::SystemTime::now()
+                        .duration_since(modified)
+                        .is_ok_and(|age| age >= TEMPORARY_GRACE)
+                })
+        });
+        if !old_file {
+            continue;
+        }
+        let Ok(file) = std::fs::File::open(&path) else {
+            continue;
+        };
+        // Held: its writer is alive. Taken: its writer is gone, and while this lock is
+        // held no writer of that name can be between creating and locking it.
+        if file.try_lock().is_ok() && std::fs::remove_file(&path).is_ok() {
+            removed.push(path);
+        }
+    }
+    Ok(removed)
 }
 
 /// Writes one result under `<out>/<leg>/<profile>/cells/` and returns its path.
@@ -141,7 +222,7 @@ pub fn read_run(run_dir: &Path, wanted: Option<&str>) -> io::Result<RunResults> 
         if path.extension().is_none_or(|e| e != "json") {
             continue;
         }
-        let bytes = std::fs::read(&path).map_err(|e| located(e, &path))?;
+        let bytes = read_bounded(&path, MAX_RESULT_FILE_BYTES, "a result file")?;
         let value: serde_json::Value = serde_json::from_slice(&bytes)
             .map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?;
         let version = value.get("schema_version").and_then(|v| v.as_u64());
@@ -202,4 +283,63 @@ pub fn read_run(run_dir: &Path, wanted: Option<&str>) -> io::Result<RunResults> 
 /// Reads the results of the run that finished last in a run folder ([`read_run`]).
 pub fn read_results(run_dir: &Path) -> io::Result<Vec<CellResult>> {
     read_run(run_dir, None).map(|run| run.results)
+}
+
+/// The bytes of `path`, refused with an error naming the file and the bound when it holds
+/// more than `bound` bytes (`what` says what it is): the size is checked before anything
+/// is read, and the read stops one byte past the bound, should the file grow meanwhile.
+pub fn read_bounded(path: &Path, bound: u64, what: &str) -> io::Result<Vec<u8>> {
+    let located = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let too_large = |size: u64| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{}: {size} bytes, more than the {bound} bytes ({}) {what} may hold; it was not written by ipc-matrix",
+                path.display(),
+                mebibytes(bound)
+            ),
+        )
+    };
+    let file = std::fs::File::open(path).map_err(located)?;
+    let size = file.metadata().map_err(located)?.len();
+    if size > bound {
+        return Err(too_large(size));
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    file.take(bound + 1)
+        .read_to_end(&mut bytes)
+        .map_err(located)?;
+    if bytes.len() as u64 > bound {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// `16777216` -> `16 MiB`.
+fn mebibytes(bytes: u64) -> String {
+    format!("{} MiB", bytes >> 20)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporary_names_are_recognised_and_nothing_else() {
+        let made = temporary_path(Path::new("/x/echo.tcp.200B.json"));
+        let name = made.file_name().unwrap().to_str().unwrap();
+        assert!(is_temporary_name(name), "{name}");
+        assert!(is_temporary_name("report.md.tmp12"));
+        assert!(is_temporary_name(".write-check.tmp7"));
+        for other in [
+            "echo.tcp.200B.json",
+            "notes.tmp",
+            ".tmp12",
+            "a.tmp12x",
+            "a.tmp-3",
+            "keep.tmpfile",
+        ] {
+            assert!(!is_temporary_name(other), "{other}");
+        }
+    }
 }

@@ -112,6 +112,9 @@ pub(crate) struct Tally {
     /// and udp-load cells) rather than per round trip (request/reply cells, whose rpc
     /// peer counts all its calls in one window).
     pub(crate) count_per_window: bool,
+    /// What the measuring side's counting windows held when they are not one per round
+    /// trip: the lines of a logging cell's measured batches (its counts are per line).
+    pub(crate) operations_counted: Option<u64>,
 }
 
 impl Tally {

@@ -12,12 +12,13 @@
 //!
 //! The measuring thread opens a window around each measured round trip (the request, the
 //! wait, the reply; the reply check stays outside); the peer's serving thread around
-//! each measured reply. Labels carry a number drawn per cell, so records of another
+//! each measured reply. A logging cell (no peer) opens one around the writes of each
+//! measured batch of lines, and its counts are per line. Labels carry a number drawn per cell, so records of another
 //! cell, or of an earlier process that had the same process id, are never summed in.
 
 use ipc_matrix_results::InstructionCounts;
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use ipc_matrix_count_window::COUNT_FILE_ENV;
 /// The emulated CPU model QEMU runs (QEMU reads it; so does the guest, to record it).
@@ -105,56 +106,63 @@ impl Counting {
         PathBuf::from(self.pattern.replace("%p", &pid.to_string()))
     }
 
-    /// Reads every side's windows: instructions per measured round trip, over
-    /// `round_trips`, or with `None` per window (per frame or request of each process,
-    /// every thread of it included). `peer_pids` are the peers' processes (their QEMU
-    /// processes, whose pids the guests share); their files are removed once read.
+    /// Reads every side's windows: instructions per measured operation, over
+    /// `operations` (round trips; a logging cell's lines), or with `None` per window (per
+    /// frame or request of each process, every thread of it included). `peer_pids` are
+    /// the peers' processes (their QEMU processes, whose pids the guests share); their
+    /// files are removed once read.
     pub(crate) fn collect(
         &self,
         peer_pids: &[u32],
-        round_trips: Option<u64>,
+        operations: Option<u64>,
         timing_dependent: bool,
     ) -> InstructionCounts {
-        let own = self.closed_windows(self.file_of(std::process::id()), self.measuring_label());
+        let own_file = self.file_of(std::process::id());
+        let own = self.closed_windows(&own_file, self.measuring_label());
         let mut peer: Option<(u128, u64)> = None;
         for &pid in peer_pids {
             let peer_file = self.file_of(pid);
-            if let Some((sum, n)) = self.closed_windows(peer_file.clone(), self.cell_label | PEER) {
+            if let Some((sum, n)) = self.closed_windows(&peer_file, self.cell_label | PEER) {
                 let (total, windows) = peer.unwrap_or_default();
                 peer = Some((total + sum, windows + n));
             }
             let _ = std::fs::remove_file(peer_file);
         }
         let per_window = |(sum, n): (u128, u64)| sum as f64 / n.max(1) as f64;
-        let per_unit = |(sum, n): (u128, u64)| match round_trips {
-            Some(round_trips) => sum as f64 / round_trips.max(1) as f64,
+        let per_operation = |(sum, n): (u128, u64)| match operations {
+            Some(operations) => sum as f64 / operations.max(1) as f64,
             None => per_window((sum, n)),
         };
-        let own_file = self.file_of(std::process::id());
         let (encode, decode) = self.codec_labels();
         InstructionCounts {
-            measuring: own.map(per_unit),
-            peer: peer.map(per_unit),
-            encode: self
-                .closed_windows(own_file.clone(), encode)
-                .map(per_window),
-            decode: self.closed_windows(own_file, decode).map(per_window),
+            measuring: own.map(per_operation),
+            peer: peer.map(per_operation),
+            encode: self.closed_windows(&own_file, encode).map(per_window),
+            decode: self.closed_windows(&own_file, decode).map(per_window),
             windows: own.map_or(0, |(_, n)| n),
             cpu_model: std::env::var(QEMU_CPU_ENV).ok(),
             timing_dependent,
         }
     }
 
-    /// The instructions of the closed windows of `label` in `file`, and their number.
-    fn closed_windows(&self, file: PathBuf, label: u64) -> Option<(u128, u64)> {
-        let records = ipc_matrix_count_window::read_records(&file).ok()?;
-        let (sum, n) = records
-            .iter()
-            .filter(|r| r.label == label && r.end == ipc_matrix_count_window::End::Close)
-            .filter_map(|r| r.insns)
-            .fold((0u128, 0u64), |(sum, n), insns| {
-                (sum + u128::from(insns), n + 1)
-            });
+    /// The instructions of the closed windows of `label` in `file`, and their number; none
+    /// when the file holds none (a file that cannot be read is reported on stderr).
+    fn closed_windows(&self, file: &Path, label: u64) -> Option<(u128, u64)> {
+        let (mut sum, mut n) = (0u128, 0u64);
+        let read = ipc_matrix_count_window::for_each_record(file, |r| {
+            if let (true, ipc_matrix_count_window::End::Close, Some(insns)) =
+                (r.label == label, r.end, r.insns)
+            {
+                sum += u128::from(insns);
+                n += 1;
+            }
+        });
+        if let Err(e) = read {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                eprintln!("warning: instruction counts not read: {e}");
+            }
+            return None;
+        }
         (n > 0).then_some((sum, n))
     }
 }

@@ -14,7 +14,9 @@ use ipc_matrix_results::{
     CellResult, Environment, Failure, FailureKind, Outcome, Placement, Throughput,
     RESULT_SCHEMA_VERSION,
 };
-use ipc_matrix_spec::{available_memory, check_memory, Cell, ScenarioKind, Work};
+use ipc_matrix_spec::{
+    available_memory, check_memory, Cell, LogSink, LogWrite, ScenarioKind, Work,
+};
 use std::time::{Instant, SystemTime};
 
 /// Runs one cell to the end and describes what happened; never panics on a bad peer.
@@ -41,9 +43,8 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
             | ScenarioKind::ReqRep
             | ScenarioKind::FanOut
             | ScenarioKind::FanIn
-            | ScenarioKind::UdpLoad => Counting::for_cell(),
-            // Not counted yet: it has no peer and no round trip.
-            ScenarioKind::Logging => None,
+            | ScenarioKind::UdpLoad
+            | ScenarioKind::Logging => Counting::for_cell(),
         },
         ..Tally::default()
     };
@@ -92,12 +93,21 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         .and_then(|()| measured_all(cell, &tally))
         .err();
     let cpu_pressure = pressure.share();
+    // Per round trip; per frame or request of each process (fan, udp-load); per line
+    // for a logging cell, which has no peer.
     let instructions = match (&tally.counting, &failure) {
-        (Some(counting), None) => Some(counting.collect(
-            &tally.peer_pids,
-            (!tally.count_per_window).then(|| tally.recorder.count().saturating_add(tally.lost)),
-            counts_depend_on_timing(cell, options, tally.lost),
-        )),
+        (Some(counting), None) if !tally.peer_pids.is_empty() || !cell.kind().has_peer() => {
+            let operations = match tally.operations_counted {
+                Some(lines) => Some(lines),
+                None if tally.count_per_window => None,
+                None => Some(tally.recorder.count().saturating_add(tally.lost)),
+            };
+            Some(counting.collect(
+                &tally.peer_pids,
+                operations,
+                counts_depend_on_timing(cell, options, tally.lost),
+            ))
+        }
         _ => None,
     };
     // Again after the cell: the host may move the CPUs while it runs.
@@ -193,13 +203,21 @@ const STREAM_BUFFER: u64 = 64 * 1024;
 
 /// A count that depends on timing informs and never gates: a spun peer delay, a cell that
 /// lost something (a datagram or frame waited out to its deadline, after which a late
-/// reply may be read), or stream messages over
-/// [`STREAM_BUFFER`] (three runs of `bulk::local::1MB` differed by 23 % in instructions,
-/// `bulk::tcp::1MB` under aarch64 by 36 %). Shared-memory waits, busy-poll included, are
-/// not counted at all (the transport pauses the count while it waits), so their cells
-/// gate: three count passes of `echo::shm-busy::200B` differed by 0.15 %.
+/// reply may be read), stream messages over [`STREAM_BUFFER`] (three runs of
+/// `bulk::local::1MB` differed by 23 % in instructions, `bulk::tcp::1MB` under aarch64 by
+/// 36 %), or a non-blocking log writer (the logging thread waits, spinning first,
+/// whenever the worker's queue is full). Shared-memory waits, busy-poll included, are not
+/// counted at all (the transport pauses the count while it waits), so their cells gate:
+/// three count passes of `echo::shm-busy::200B` differed by 0.15 %.
 fn counts_depend_on_timing(cell: &Cell, options: &RunOptions, lost: u64) -> bool {
     lost > 0
+        || matches!(
+            cell.work,
+            Work::Logging(LogWrite {
+                sink: LogSink::TracingNonBlocking,
+                ..
+            })
+        )
         || options.peer_delay_for(cell).is_some()
         || (cell.transport.is_byte_stream() && cell.payload_bytes > STREAM_BUFFER)
 }

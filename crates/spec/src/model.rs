@@ -144,6 +144,11 @@ pub enum ScenarioKind {
 }
 
 impl ScenarioKind {
+    /// False for the one kind whose cells start no peer process: logging.
+    pub fn has_peer(self) -> bool {
+        !matches!(self, ScenarioKind::Logging)
+    }
+
     /// The transports a scenario of this kind may list.
     pub fn transports(self) -> &'static [TransportKind] {
         use TransportKind::*;

@@ -120,6 +120,48 @@ impl Drop for PrivateDir {
     }
 }
 
+/// A new file without a name, readable and writable by this process alone: nothing of it
+/// is ever on disk for a crash to leave behind. Its space is freed when its last
+/// descriptor closes, however the process ends (`kill -9` included).
+///
+/// It is made with `O_TMPFILE` in the system temporary directory (mode 0600, no directory
+/// entry at any moment). Where the file system cannot (`EOPNOTSUPP`, or `EISDIR` from a
+/// kernel without `O_TMPFILE`), it is created in a [`PrivateDir`] and unlinked at once, and
+/// the directory removed: a crash in those few system calls leaves a locked private
+/// directory, which the next run's sweep removes.
+///
+/// Code that must open it by a path (a library that opens its own file) can use
+/// `/proc/self/fd/<descriptor>`, which opens this same file.
+pub fn unnamed_file() -> io::Result<File> {
+    let dir = std::env::temp_dir();
+    let made = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_TMPFILE)
+        .open(&dir);
+    match made {
+        Ok(file) => Ok(file),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP | libc::EISDIR)) => {
+            let private = PrivateDir::create()?;
+            let path = private.path().join("unnamed");
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)?;
+            std::fs::remove_file(&path)?;
+            drop(private);
+            Ok(file)
+        }
+        Err(e) => Err(io::Error::new(
+            e.kind(),
+            format!("creating an unnamed file in {}: {e}", dir.display()),
+        )),
+    }
+}
+
 /// What [`remove_stale_artifacts`] removed, for the user to see.
 #[derive(Debug, Default)]
 pub struct Removed {

@@ -16,7 +16,9 @@ mod shm;
 mod tcp;
 mod udp;
 
-pub use cleanup::{remove_stale_artifacts, remove_stale_artifacts_in, PrivateDir, ARTIFACT_PREFIX};
+pub use cleanup::{
+    remove_stale_artifacts, remove_stale_artifacts_in, unnamed_file, PrivateDir, ARTIFACT_PREFIX,
+};
 pub use error::TransportError;
 pub use ipc_matrix_spec::{TransportKind, WakeMode};
 pub use platform::{allowed_cpus, die_with_parent, process_alive, set_thread_cpus};

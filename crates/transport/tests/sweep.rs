@@ -113,3 +113,27 @@ fn a_private_directory_of_this_process_survives_a_sweep_of_the_real_folders() {
     drop(dir);
     assert!(!path.exists(), "dropping a private directory removes it");
 }
+
+#[test]
+fn an_unnamed_file_has_no_name_and_opens_again_through_proc() {
+    use std::io::{Read, Seek, Write};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::MetadataExt;
+    let mut file = ipc_matrix_transport::unnamed_file().unwrap();
+    // No directory entry at any moment: a crash leaves nothing to remove.
+    assert_eq!(file.metadata().unwrap().nlink(), 0);
+    assert_eq!(file.metadata().unwrap().mode() & 0o777, 0o600);
+    file.write_all(b"first ").unwrap();
+    // A library that opens its own file writes into the same one by this path.
+    let again = format!("/proc/self/fd/{}", file.as_raw_fd());
+    let mut other = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&again)
+        .unwrap();
+    other.write_all(b"second").unwrap();
+    drop(other);
+    let mut back = String::new();
+    file.rewind().unwrap();
+    file.read_to_string(&mut back).unwrap();
+    assert_eq!(back, "first second");
+}

@@ -25,7 +25,13 @@ pub fn run(
         let environment = Environment::capture();
         let leg = environment.leg();
         // Before any cell runs: the folder is writable, and no other run writes into it.
-        let _folder = RunFolder::claim(&out, &leg, &selection.profile)?;
+        let folder = RunFolder::claim(&out, &leg, &selection.profile)?;
+        for path in folder.removed() {
+            println!(
+                "removed a temporary file of a crashed write: {}",
+                path.display()
+            );
+        }
         let options = RunOptions::from_env().map_err(anyhow::Error::msg)?;
         let code = run_cells(&cells, &out, &options, fail_fast)?;
         if !environment.is_optimized() {

@@ -1,18 +1,27 @@
 //! The logging scenario (seed 002): the same short non-ASCII line, numbered, written
-//! `iterations` times to a file in a private directory, one way per cell (`LogSink`).
-//! Time is taken per batch of lines; afterwards the file is read back and must equal,
-//! byte for byte, what was logged: nothing lost, nothing reordered, nothing added.
+//! `iterations` times to a file, one way per cell (`LogSink`). Time is taken per batch of
+//! lines; afterwards the file is read back and must equal, byte for byte, what was logged:
+//! nothing lost, nothing reordered, nothing added.
+//!
+//! The file has no name ([`unnamed_file`]): it is written and read back through the
+//! descriptor this cell keeps, and sinks that open their own file (`tracing-appender`)
+//! open `/proc/self/fd/<descriptor>`, the same file. A crash at any moment leaves nothing
+//! on disk.
 
 use crate::context::Tally;
+use crate::counting::Counting;
 use crate::failure::setup_failure;
 use crate::fault::{Fault, FaultKind};
 use ipc_matrix_results::{Failure, FailureKind, LoggingStats};
 use ipc_matrix_spec::{Cell, LogSink, LogWrite};
-use ipc_matrix_transport::{allowed_cpus, set_thread_cpus, PrivateDir};
+use ipc_matrix_transport::{allowed_cpus, set_thread_cpus, unnamed_file};
 use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::io::{BufWriter, Read, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
+use tracing_appender::rolling::{RollingFileAppender, Rotation};
 
 /// Lines per timed batch: one clock read per batch keeps the clock out of the cost of a
 /// line (a buffered line costs tens of nanoseconds, about as much as reading the clock).
@@ -103,7 +112,15 @@ impl LogLines {
     }
 }
 
-/// Runs a logging cell: writes, times, closes, reads back, compares.
+/// How many budgets a whole logging cell may take, once its lines are built: the writing
+/// has one (checked between batches), closing the writer and reading the file back have
+/// what remains of this many. Past it the cell fails, whatever the writer is doing.
+pub const CELL_BUDGETS: u32 = 2;
+
+/// Runs a logging cell: writes, times, closes, reads back, compares. The work runs on a
+/// thread of its own (pinned as this one is: it inherits the CPUs), so that this thread
+/// can fail the cell after [`CELL_BUDGETS`] x `budget` even when a write never returns;
+/// such a writer is told to stop at its next batch and left behind.
 pub(crate) fn logging(
     cell: &Cell,
     log: &LogWrite,
@@ -111,7 +128,6 @@ pub(crate) fn logging(
     fault: Option<Fault>,
     tally: &mut Tally,
 ) -> Result<(), Failure> {
-    let (sink, budget) = (log.sink, log.budget);
     let line_bytes = usize::try_from(cell.payload_bytes)
         .map_err(|_| setup_failure("the line length does not fit in memory here".into()))?;
     let total = cell
@@ -119,72 +135,155 @@ pub(crate) fn logging(
         .checked_add(cell.iterations)
         .ok_or_else(|| setup_failure("warmup + iterations overflow a 64-bit count".into()))?;
     let lines = LogLines::new(total, line_bytes);
-    let dir = PrivateDir::create()
-        .map_err(|e| setup_failure(format!("creating a private directory: {e}")))?;
-    let file_name = "cell.log";
-    let path = dir.path().join(file_name);
-
-    let started = Instant::now();
-    let drain = match sink {
-        LogSink::Buffered => {
-            let file = create(&path)?;
-            write_lines(BufWriter::new(file), (cell, budget), &lines, tally)?
-        }
-        LogSink::WritePerLine => write_lines(create(&path)?, (cell, budget), &lines, tally)?,
-        LogSink::TracingBlocking => {
-            let appender = tracing_appender::rolling::never(dir.path(), file_name);
-            trace_lines(appender, (cell, budget), &lines, tally, || ())?
-        }
-        LogSink::TracingNonBlocking => {
-            let appender = tracing_appender::rolling::never(dir.path(), file_name);
-            // The worker thread inherits the CPUs of the thread that starts it: let it
-            // run beside this one rather than on the one CPU this thread is pinned to.
-            let own = allowed_cpus();
-            let _ = set_thread_cpus(helper_cpus);
-            let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-                .lossy(false)
-                .thread_name("ipc-matrix-log-worker")
-                .finish(appender);
-            let _ = set_thread_cpus(&own);
-            // Dropping the guard is the appender's shutdown: it waits for the worker.
-            trace_lines(writer, (cell, budget), &lines, tally, move || drop(guard))?
-        }
+    let file = unnamed_file().map_err(|e| setup_failure(format!("creating the log file: {e}")))?;
+    let progress = Arc::new(Progress::default());
+    let writer = Writer {
+        cell: cell.clone(),
+        log: *log,
+        helper_cpus: helper_cpus.to_vec(),
+        fault,
+        counting: tally.counting.clone(),
+        progress: Arc::clone(&progress),
     };
-    let total = started.elapsed();
-    tally.measured_time = total;
+    let (send, receive) = mpsc::channel();
+    let limit = log.budget.saturating_mul(CELL_BUDGETS);
+    std::thread::Builder::new()
+        .name("ipc-matrix-logging".into())
+        .spawn(move || {
+            let mut own = Tally::default();
+            let outcome = writer.run(&lines, &file, &mut own);
+            let _ = send.send((outcome, own));
+        })
+        .map_err(|e| setup_failure(format!("starting the logging thread: {e}")))?;
+    match receive.recv_timeout(limit) {
+        Ok((outcome, own)) => {
+            tally.recorder = own.recorder;
+            tally.first_round_trip = own.first_round_trip;
+            tally.measured_time = own.measured_time;
+            tally.logging = own.logging;
+            tally.operations_counted = own.operations_counted;
+            outcome
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            progress.stop.store(true, Ordering::Relaxed);
+            let line = progress.line.load(Ordering::Relaxed);
+            Err(Failure {
+                kind: FailureKind::Timeout,
+                round_trip: Some(line),
+                reason: format!(
+                    "{}: {} within {:?} ({CELL_BUDGETS} x the cell's budget of {:?}); the writer is told to stop and left behind",
+                    cell.id,
+                    if line < total {
+                        format!("the batch of lines from line {line} of {total} did not end")
+                    } else {
+                        format!("all {total} lines were written, but closing the writer and reading the file back did not end")
+                    },
+                    limit,
+                    log.budget
+                ),
+            })
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => Err(setup_failure(format!(
+            "{}: the logging thread ended without a result",
+            cell.id
+        ))),
+    }
+}
 
-    let mut written = std::fs::read(&path).map_err(|e| Failure {
-        kind: FailureKind::PeerGone,
-        round_trip: None,
-        reason: format!("reading the log back from {}: {e}", path.display()),
-    })?;
-    if let Some(fault) = fault {
-        damage(&mut written, fault, line_bytes);
-    }
-    if let Some(difference) = lines.difference(&written) {
-        let shutdown = match sink {
-            LogSink::TracingNonBlocking => {
-                " (read right after the non-blocking writer's guard was dropped, which is its shutdown)"
-            }
-            _ => "",
+/// How far the writer got (the first line of the batch it is writing), and the order to
+/// stop, between the logging thread and the cell's thread.
+#[derive(Default)]
+struct Progress {
+    line: AtomicU64,
+    stop: AtomicBool,
+}
+
+/// What the logging thread is given.
+struct Writer {
+    cell: Cell,
+    log: LogWrite,
+    helper_cpus: Vec<usize>,
+    fault: Option<Fault>,
+    counting: Option<Counting>,
+    progress: Arc<Progress>,
+}
+
+impl Writer {
+    /// Writes every line through the cell's sink, closes it, reads the file back and
+    /// compares; fills `tally`.
+    fn run(&self, lines: &LogLines, file: &File, tally: &mut Tally) -> Result<(), Failure> {
+        let (cell, sink) = (&self.cell, self.log.sink);
+        let line_bytes = lines.line_bytes;
+        let batches = Batches {
+            cell,
+            budget: self.log.budget,
+            progress: &self.progress,
+            stall_at: self
+                .fault
+                .filter(|f| f.kind == FaultKind::Stall)
+                .map(|f| f.at),
+            count_label: self.counting.as_ref().map(|c| c.measuring_label()),
         };
-        return Err(Failure {
-            kind: FailureKind::Mismatch,
+        let started = Instant::now();
+        let drain = match sink {
+            LogSink::Buffered => write_lines(BufWriter::new(file), &batches, lines, tally)?,
+            LogSink::WritePerLine => write_lines(file, &batches, lines, tally)?,
+            LogSink::TracingBlocking => {
+                let appender = appender_of(file)?;
+                trace_lines(appender, &batches, lines, tally, || ())?
+            }
+            LogSink::TracingNonBlocking => {
+                let appender = appender_of(file)?;
+                // The worker thread inherits the CPUs of the thread that starts it: let it
+                // run beside this one rather than on the one CPU this thread is pinned to.
+                let own = allowed_cpus();
+                let _ = set_thread_cpus(&self.helper_cpus);
+                let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+                    .lossy(false)
+                    .thread_name("ipc-matrix-log-worker")
+                    .finish(appender);
+                let _ = set_thread_cpus(&own);
+                // Dropping the guard is the appender's shutdown: it waits for the worker.
+                trace_lines(writer, &batches, lines, tally, move || drop(guard))?
+            }
+        };
+        let total = started.elapsed();
+        tally.measured_time = total;
+
+        let mut written = read_back(file, lines.bytes().len()).map_err(|e| Failure {
+            kind: FailureKind::PeerGone,
             round_trip: None,
-            reason: format!("{sink}: {difference}{shutdown}"),
+            reason: format!("reading the log file back: {e}"),
+        })?;
+        if let Some(fault) = self.fault.filter(|f| f.kind != FaultKind::Stall) {
+            damage(&mut written, fault, line_bytes);
+        }
+        if let Some(difference) = lines.difference(&written) {
+            let shutdown = match sink {
+                LogSink::TracingNonBlocking => {
+                    " (read right after the non-blocking writer's guard was dropped, which is its shutdown)"
+                }
+                _ => "",
+            };
+            return Err(Failure {
+                kind: FailureKind::Mismatch,
+                round_trip: None,
+                reason: format!("{sink}: {difference}{shutdown}"),
+            });
+        }
+        tally.logging = Some(LoggingStats {
+            lines: lines.count(),
+            bytes: written.len() as u64,
+            ns_per_line: total.as_nanos() as f64 / lines.count().max(1) as f64,
+            drain_ns: drain.as_nanos() as u64,
         });
+        Ok(())
     }
-    tally.logging = Some(LoggingStats {
-        lines: lines.count(),
-        bytes: written.len() as u64,
-        ns_per_line: total.as_nanos() as f64 / lines.count().max(1) as f64,
-        drain_ns: drain.as_nanos() as u64,
-    });
-    Ok(())
 }
 
 /// The harness's own test of the read-back check: what a lossy or reordering writer
 /// would leave. `truncate` loses line `at`; `flip-byte` swaps it with the next line.
+/// (`stall` is no damage: the write of line `at` never returns, see [`Batches`].)
 fn damage(file: &mut Vec<u8>, fault: Fault, line_bytes: usize) {
     let start = fault.at as usize * line_bytes;
     if file.len() < start + 2 * line_bytes {
@@ -201,16 +300,36 @@ fn damage(file: &mut Vec<u8>, fault: Fault, line_bytes: usize) {
     }
 }
 
-fn create(path: &Path) -> Result<File, Failure> {
-    File::create(path).map_err(|e| setup_failure(format!("creating {}: {e}", path.display())))
+/// `tracing-appender`'s file appender (never rotating) on `file`: it opens its file by a
+/// path, so it is given `/proc/self/fd/<descriptor>`, which opens this same file.
+fn appender_of(file: &File) -> Result<RollingFileAppender, Failure> {
+    let descriptor = file.as_raw_fd().to_string();
+    RollingFileAppender::builder()
+        .rotation(Rotation::NEVER)
+        .filename_prefix(descriptor.as_str())
+        .build("/proc/self/fd")
+        .map_err(|e| {
+            setup_failure(format!(
+                "opening the log file through /proc/self/fd/{descriptor}: {e}"
+            ))
+        })
+}
+
+/// The whole file from its start, at most one byte more than `expected` (a longer file
+/// differs already; reading on would only cost memory).
+fn read_back(file: &File, expected: usize) -> std::io::Result<Vec<u8>> {
+    let mut reader = file;
+    reader.rewind()?;
+    let mut bytes = Vec::with_capacity(expected + 1);
+    reader.take(expected as u64 + 1).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Writes every line with `write_all` (unbuffered `File`: one write(2) per line), then
-/// flushes and closes; returns how long that took after the last line. `budget` bounds
-/// the whole write.
+/// flushes and closes; returns how long that took after the last line.
 fn write_lines(
     mut out: impl Write,
-    (cell, budget): (&Cell, Duration),
+    batches: &Batches,
     lines: &LogLines,
     tally: &mut Tally,
 ) -> Result<Duration, Failure> {
@@ -219,7 +338,7 @@ fn write_lines(
         round_trip: Some(index),
         reason: format!("line {index}: writing to the log file: {e}"),
     };
-    timed_batches(cell, budget, lines.count(), tally, |index| {
+    batches.write(lines.count(), tally, |index| {
         out.write_all(lines.line_with_newline(index))
             .map_err(|e| failed(index, e))
     })?;
@@ -231,10 +350,9 @@ fn write_lines(
 
 /// Logs every line as a `tracing` event through a formatter that prints the message
 /// alone, so the file can be compared with the lines; `shutdown` ends the writer.
-/// `budget` bounds the whole write.
 fn trace_lines<W>(
     writer: W,
-    (cell, budget): (&Cell, Duration),
+    batches: &Batches,
     lines: &LogLines,
     tally: &mut Tally,
     shutdown: impl FnOnce(),
@@ -249,7 +367,7 @@ where
         .with_target(false)
         .finish();
     tracing::subscriber::with_default(subscriber, || {
-        timed_batches(cell, budget, lines.count(), tally, |index| {
+        batches.write(lines.count(), tally, |index| {
             tracing::info!("{}", lines.line(index));
             Ok(())
         })
@@ -260,44 +378,82 @@ where
     Ok(closing.elapsed())
 }
 
-/// Calls `write_line` for lines 0..count; records the mean time per line of every batch
-/// after the warm-up lines. `budget` bounds the whole write: a file system that stops
-/// taking lines fails the cell at the next batch.
-fn timed_batches(
-    cell: &Cell,
+/// How the lines are written: in timed batches, within the budget, counted when the
+/// cell is counted.
+struct Batches<'a> {
+    cell: &'a Cell,
+    /// Bounds the writing: a file system that stops taking lines fails the cell at the
+    /// next batch.
     budget: Duration,
-    count: u64,
-    tally: &mut Tally,
-    mut write_line: impl FnMut(u64) -> Result<(), Failure>,
-) -> Result<(), Failure> {
-    let deadline = Instant::now() + budget;
-    let mut index = 0;
-    while index < count {
-        if Instant::now() > deadline {
-            return Err(Failure {
-                kind: FailureKind::Timeout,
-                round_trip: Some(index),
-                reason: format!(
-                    "line {index} of {count}: the lines before it took longer than the cell's budget ({:?})",
-                    budget
-                ),
-            });
+    progress: &'a Progress,
+    /// The harness's own test of the budget: the write of this line never returns.
+    stall_at: Option<u64>,
+    /// The label of the instruction-counting windows, when the cell is counted.
+    count_label: Option<u64>,
+}
+
+impl Batches<'_> {
+    /// Calls `write_line` for lines 0..count; records the mean time per line of every
+    /// batch after the warm-up lines, and counts their instructions (the writes alone: the
+    /// clock, the deadline check and the batch bookkeeping stay outside the window).
+    fn write(
+        &self,
+        count: u64,
+        tally: &mut Tally,
+        mut write_line: impl FnMut(u64) -> Result<(), Failure>,
+    ) -> Result<(), Failure> {
+        let deadline = Instant::now() + self.budget;
+        let mut index = 0;
+        while index < count {
+            self.progress.line.store(index, Ordering::Relaxed);
+            if Instant::now() > deadline || self.progress.stop.load(Ordering::Relaxed) {
+                return Err(Failure {
+                    kind: FailureKind::Timeout,
+                    round_trip: Some(index),
+                    reason: format!(
+                        "{}: line {index} of {count}: the lines before it took longer than the cell's budget ({:?})",
+                        self.cell.id, self.budget
+                    ),
+                });
+            }
+            let end = (index + BATCH).min(count);
+            let measured = index >= self.cell.warmup;
+            let counted = self.count_label.filter(|_| measured);
+            let started = Instant::now();
+            if let Some(label) = counted {
+                ipc_matrix_count_window::open(label);
+            }
+            for line in index..end {
+                if self.stall_at == Some(line) {
+                    stall();
+                }
+                write_line(line)?;
+            }
+            if let Some(label) = counted {
+                ipc_matrix_count_window::close(label);
+            }
+            let elapsed = started.elapsed();
+            if measured {
+                tally.recorder.record(elapsed / (end - index) as u32);
+                if counted.is_some() {
+                    *tally.operations_counted.get_or_insert(0) += end - index;
+                }
+            }
+            if index == 0 {
+                tally.first_round_trip = Some(elapsed / (end - index) as u32);
+            }
+            index = end;
         }
-        let end = (index + BATCH).min(count);
-        let started = Instant::now();
-        for line in index..end {
-            write_line(line)?;
-        }
-        let elapsed = started.elapsed();
-        if index >= cell.warmup {
-            tally.recorder.record(elapsed / (end - index) as u32);
-        }
-        if index == 0 {
-            tally.first_round_trip = Some(elapsed / (end - index) as u32);
-        }
-        index = end;
+        self.progress.line.store(count, Ordering::Relaxed);
+        Ok(())
     }
-    Ok(())
+}
+
+/// A write that never returns (the `stall` fault): this thread sleeps for good.
+fn stall() -> ! {
+    loop {
+        std::thread::park();
+    }
 }
 
 #[cfg(test)]
