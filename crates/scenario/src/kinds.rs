@@ -1,8 +1,9 @@
 //! One module per scenario kind, each holding its measuring side and its serving side,
 //! and the dispatch to them: what the runner does around a kind's cell ([`harness`]),
-//! its measuring side ([`run`]) and the peer's side ([`serve`]). The runner's two are
-//! exhaustive matches on the cell's work, no wildcard arm, so the compiler names every
-//! place a new kind fills in here.
+//! its measuring side ([`run`]) and the peer's side ([`serve`], on the kind the peer was
+//! started for). Each is an exhaustive match, no wildcard arm, so the compiler names
+//! every place a new kind fills in here. A kind's peer is told its part in the kind
+//! (`PeerConfig::role`) in terms the kind's module defines and reads itself.
 //!
 //! A kind imports the shared pieces below it (`round_trip`, `context`, `failure`,
 //! `spawn`, `peer`, `verify`, ...) and nothing from its siblings, from this list or from
@@ -16,12 +17,10 @@ mod rpc;
 mod udp_load;
 
 use crate::context::{RunOptions, Tally};
-use crate::peer::{PeerConfig, PeerRole};
+use crate::peer::PeerConfig;
 use crate::round_trip::Limits;
 use ipc_matrix_results::{Failure, Placement};
-use ipc_matrix_spec::{Cell, Work};
-use ipc_matrix_transport::connect;
-use std::time::Instant;
+use ipc_matrix_spec::{Cell, ScenarioKind, Work};
 
 /// What the runner does around a kind's measuring side.
 pub(crate) struct Harness {
@@ -96,51 +95,14 @@ pub(crate) fn run(
     }
 }
 
-/// Serves the peer's role until the measuring side says goodbye.
+/// Serves the peer's part in its cell's kind until the measuring side says goodbye.
 pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
-    let idle = config.idle_timeout;
-    // These roles speak their own protocol over their own sockets.
-    match config.role {
-        PeerRole::ZmqReply => return req_rep::serve(config),
-        PeerRole::RpcServer => return rpc::serve(config),
-        _ => {}
+    match config.kind {
+        ScenarioKind::Echo | ScenarioKind::Bulk | ScenarioKind::Codec => echo::serve(config),
+        ScenarioKind::FanOut | ScenarioKind::FanIn => fan::serve(config),
+        ScenarioKind::Rpc => rpc::serve(config),
+        ScenarioKind::ReqRep => req_rep::serve(config),
+        ScenarioKind::UdpLoad => udp_load::serve(config),
+        ScenarioKind::Logging => Err("logging cells start no peer".into()),
     }
-    let mut channel =
-        connect(&config.address, Instant::now() + idle).map_err(|e| format!("connecting: {e}"))?;
-    match (config.role, config.codec) {
-        (PeerRole::Echo, _) => {}
-        (PeerRole::UdpServer { threads }, _) => {
-            return udp_load::serve(
-                channel.as_mut(),
-                threads,
-                config.limit,
-                idle,
-                config.fault,
-                config.delay,
-            )
-        }
-        (PeerRole::Subscriber { seed, payload }, Some(codec)) => {
-            return fan::subscribe(channel.as_mut(), config, codec, seed, payload)
-        }
-        (
-            PeerRole::Publisher {
-                seed,
-                payload,
-                source,
-                frames,
-            },
-            Some(codec),
-        ) => {
-            return fan::publish(
-                channel.as_mut(),
-                config,
-                codec,
-                (seed, payload, source),
-                frames,
-            )
-        }
-        (PeerRole::ZmqReply | PeerRole::RpcServer, _) => unreachable!("served above"),
-        (role, None) => return Err(format!("role {role:?} needs a codec")),
-    }
-    echo::serve(channel.as_mut(), config)
 }

@@ -16,12 +16,13 @@ use crate::failure::{peer_epilogue, setup_failure};
 use crate::fault::{Fault, FaultKind};
 use crate::measure::Recorder;
 use crate::payload::pseudo_random_bytes;
-use crate::peer::{commit, spin_for, PeerRole};
+use crate::peer::{commit, spin_for, PeerConfig};
 use crate::spawn::{describe, PeerProcess, GOODBYE_WITHIN};
 use crate::verify::compare;
 use ipc_matrix_results::{Failure, FailureKind, LoadStats};
 use ipc_matrix_spec::{Cell, Load as LoadSettings, LoadShape, TransportKind};
 use ipc_matrix_transport::{listen, Channel, ListenOptions};
+use serde::{Deserialize, Serialize};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -64,7 +65,7 @@ pub(crate) fn udp_load(
     )
     .map_err(|e| setup_failure(format!("opening the control channel: {e}")))?;
     let warmup_budget = warmup_budget(cell, settings.timeout)?;
-    let role = PeerRole::UdpServer {
+    let role = Server {
         threads: shape.server_threads,
     };
     let mut config =
@@ -443,16 +444,20 @@ fn stamp_of(datagram: &[u8]) -> Option<(u32, u64)> {
     })
 }
 
-/// The peer's side: announce the socket's address on the control channel, echo with
-/// `threads` threads until the goodbye, then report how many datagrams came in.
-pub(crate) fn serve(
-    control: &mut dyn Channel,
+/// The peer's part: it echoes datagrams with `threads` receiving threads; the channel it
+/// connects is the control channel.
+#[derive(Debug, Serialize, Deserialize)]
+struct Server {
     threads: u32,
-    limit: usize,
-    idle: Duration,
-    fault: Option<Fault>,
-    delay: Option<Duration>,
-) -> Result<(), String> {
+}
+
+/// The peer's side: announce the socket's address on the control channel, echo with the
+/// role's threads until the goodbye, then report how many datagrams came in.
+pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
+    let mut control = config.connect()?;
+    let Server { threads } = config.role()?;
+    let (limit, idle) = (config.limit, config.idle_timeout);
+    let (fault, delay) = (config.fault, config.delay);
     let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| format!("binding: {e}"))?;
     let address = socket
         .local_addr()
