@@ -25,15 +25,11 @@ pub(crate) struct Echo;
 /// Round trips of large messages; reports throughput as well as time per round trip.
 pub(crate) struct Bulk;
 
-const TRANSPORTS: &[TransportKind] = {
-    use TransportKind::*;
-    &[Shm, Local, Tcp, Udp, Pipe]
-};
-
 const fn about(name: &'static str) -> About {
     About {
         name,
-        transports: TRANSPORTS,
+        // Every transport that carries messages between two processes.
+        transports: &TransportKind::ALL,
         keys: &["timeout", "max_loss"],
         max_payload: MAX_PAYLOAD,
         over_max_payload: OverMaxPayload::Carried,
