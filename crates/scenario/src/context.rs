@@ -5,11 +5,12 @@ use crate::counting::{Counting, PeerCounting};
 use crate::failure::setup_failure;
 use crate::fault::Fault;
 use crate::measure::Recorder;
-use crate::peer::{PeerConfig, PeerDelay, PeerRole};
+use crate::peer::{PeerConfig, PeerDelay};
 use crate::spawn::PeerProcess;
 use ipc_matrix_results::{CodecStages, Failure, LoadStats, LoggingStats};
 use ipc_matrix_spec::Cell;
 use ipc_matrix_transport::PeerAddress;
+use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -37,17 +38,19 @@ impl RunOptions {
     }
 
     /// The peer's configuration for `cell`: what every kind shares (its parent, its idle
-    /// deadline, the fault and the delay asked for, the codec of the cell's frames); the
-    /// kind gives the rest. `exchange` is the longest the measuring side waits for one
-    /// exchange with the peer (a round trip's timeout, a frame's deadline): the peer
-    /// gives up after set-up and twice that without a message.
+    /// deadline, the fault and the delay asked for, the cell's kind and the codec of its
+    /// frames); the kind gives the rest, and its `role` (the peer's part in the kind, in
+    /// the kind's own terms; `()` where all its peers play the same part). `exchange` is
+    /// the longest the measuring side waits for one exchange with the peer (a round
+    /// trip's timeout, a frame's deadline): the peer gives up after set-up and twice that
+    /// without a message.
     pub(crate) fn peer_config(
         &self,
         cell: &Cell,
         address: PeerAddress,
         limit: usize,
         cpu: Option<usize>,
-        role: PeerRole,
+        role: impl Serialize,
         exchange: Duration,
     ) -> PeerConfig {
         PeerConfig {
@@ -60,7 +63,8 @@ impl RunOptions {
             extra_work: self.peer_extra_work_for(cell),
             cpu,
             codec: cell.work.codec(),
-            role,
+            kind: cell.kind(),
+            role: serde_json::to_value(role).expect("a role is plain data"),
             count: None,
         }
     }

@@ -4,10 +4,11 @@
 //!
 //! The modules read from the top down; none imports one above it:
 //!
-//! - `run` (the cell runner: an exhaustive match on the kind) and `serve` (the peer's
-//!   entry point, dispatching on its role): the two front doors.
-//! - `kinds/*`: one module per scenario kind, its measuring side and its serving side;
-//!   no kind imports another.
+//! - `run` (the cell runner) and `serve` (the peer's entry point): the two front doors,
+//!   each handing its cell or its peer to the kind.
+//! - `kinds`: the list of kinds and the dispatch to them (what the runner does around a
+//!   kind's cell, its measuring side, its serving side); `kinds/*`: one module per kind,
+//!   its measuring side and its serving side. No kind imports another, or the list.
 //! - `round_trip`: the one measuring loop of the request/reply kinds (echo, bulk, codec,
 //!   rpc, req-rep), which implement its `Endpoint` trait (send, receive, goodbye).
 //! - `context`, `failure`, `spawn`: the run's options and tally, failures as the user reads

@@ -1,10 +1,13 @@
-//! What a peer is told (its configuration and role) and the pieces every kind's serving
-//! side shares: the reply delay, the fault it commits, the shared clock.
+//! What a peer is told (its configuration: the cell's kind, its part in it) and the
+//! pieces every kind's serving side shares: its channel, the reply delay, the fault it
+//! commits, the shared clock.
 
 use crate::counting::PeerCounting;
 use crate::fault::{Fault, FaultKind};
 use ipc_matrix_codec::Codec;
-use ipc_matrix_transport::PeerAddress;
+use ipc_matrix_spec::ScenarioKind;
+use ipc_matrix_transport::{connect, Channel, PeerAddress};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
@@ -85,38 +88,28 @@ pub struct PeerConfig {
     /// `codec` cells: decode every message as a sensor frame in this format and reply with
     /// it encoded again, rather than echoing the bytes.
     pub codec: Option<Codec>,
-    /// What the peer does; echo unless a fan cell says otherwise.
+    /// The kind of the cell: whose serving side the peer runs.
+    pub kind: ScenarioKind,
+    /// The peer's part in its kind, in the kind's own terms (which of two publishers, how
+    /// many threads); null where all its peers play the same part.
     #[serde(default)]
-    pub role: PeerRole,
+    pub role: serde_json::Value,
     /// Count the guest instructions of the measured replies (under QEMU's plugin).
     #[serde(default)]
     pub count: Option<PeerCounting>,
 }
 
-/// The part a peer plays in a cell.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PeerRole {
-    /// Replies to every message (echo, bulk and codec cells).
-    #[default]
-    Echo,
-    /// Fan-out: checks every frame against the one `seed` and `payload` stand for and
-    /// acknowledges it with its one-way latency.
-    Subscriber { seed: u64, payload: usize },
-    /// Fan-in: streams `frames` frames from source `source`, then says goodbye.
-    Publisher {
-        seed: u64,
-        payload: usize,
-        source: u32,
-        frames: u64,
-    },
-    /// UDP under load: echoes datagrams with `threads` receiving threads; the channel
-    /// it connects is the control channel.
-    UdpServer { threads: u32 },
-    /// ZeroMQ REP: connects to the measuring side's REQ socket at `address` and echoes.
-    ZmqReply,
-    /// Cap'n Proto RPC: connects to the measuring side and serves the `Echo` interface.
-    RpcServer,
+impl PeerConfig {
+    /// The peer's part in its kind, as the kind's measuring side wrote it.
+    pub(crate) fn role<R: DeserializeOwned>(&self) -> Result<R, String> {
+        R::deserialize(&self.role).map_err(|e| format!("bad role {}: {e}", self.role))
+    }
+
+    /// Connects the peer's side of the cell's channel, within the idle deadline.
+    pub(crate) fn connect(&self) -> Result<Box<dyn Channel>, String> {
+        connect(&self.address, Instant::now() + self.idle_timeout)
+            .map_err(|e| format!("connecting: {e}"))
+    }
 }
 
 /// An acknowledgement: the frame's sequence number and its one-way latency (ns), LE.

@@ -1,32 +1,30 @@
 //! The cell runner: one cell from start to result. It pins the measuring thread, probes
-//! the machine before and after, dispatches to the cell's kind and turns the tally into
-//! a [`CellResult`].
+//! the machine before and after, hands the cell to its kind (`kinds::run`) and turns the
+//! tally into a [`CellResult`].
 
 use crate::context::{RunOptions, Tally};
 use crate::counting::Counting;
 use crate::failure::setup_failure;
-use crate::kinds::{echo, fan, logging, req_rep, rpc, udp_load};
+use crate::kinds::{self, Harness};
 use crate::placement::{self, PinnedThread};
 use crate::pressure::PressureMeter;
 use crate::probe::core_to_core_ns;
-use crate::round_trip::Limits;
 use ipc_matrix_results::{
     CellResult, Environment, Failure, FailureKind, Outcome, Placement, Throughput,
     RESULT_SCHEMA_VERSION,
 };
-use ipc_matrix_spec::{
-    available_memory, check_memory, Cell, LogSink, LogWrite, ScenarioKind, Work,
-};
+use ipc_matrix_spec::{available_memory, check_memory, Cell, LogSink, LogWrite, Work};
 use std::time::{Instant, SystemTime};
 
 /// Runs one cell to the end and describes what happened; never panics on a bad peer.
 pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     let started = Instant::now();
     let environment = Environment::capture();
-    // A load cell runs many threads on each side: it uses the machine as it is.
-    let mut placement = match cell.work {
-        Work::UdpLoad(_) => Placement::default(),
-        _ => placement::choose(),
+    let harness = kinds::harness(&cell.work);
+    let mut placement = if harness.pinned {
+        placement::choose()
+    } else {
+        Placement::default()
     };
     let pinned = PinnedThread::pin(placement.measurer_cpu);
     if pinned.is_err() {
@@ -35,17 +33,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     let probe = || pinned.is_ok().then(|| core_to_core_ns(placement)).flatten();
     let probe_before = probe();
     let mut tally = Tally {
-        counting: match cell.kind() {
-            ScenarioKind::Echo
-            | ScenarioKind::Bulk
-            | ScenarioKind::Codec
-            | ScenarioKind::Rpc
-            | ScenarioKind::ReqRep
-            | ScenarioKind::FanOut
-            | ScenarioKind::FanIn
-            | ScenarioKind::UdpLoad
-            | ScenarioKind::Logging => Counting::for_cell(),
-        },
+        counting: harness.counted.then(Counting::for_cell).flatten(),
         ..Tally::default()
     };
     let pressure = PressureMeter::start();
@@ -54,43 +42,8 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         .map_or(Ok(()), |available| check_memory(cell, available))
         .map_err(setup_failure);
     let failure = memory
-        .and_then(|()| match &cell.work {
-            Work::Echo(echoes) | Work::Bulk(echoes) => {
-                let limits = Limits {
-                    timeout: echoes.timeout,
-                    max_loss: echoes.max_loss,
-                };
-                echo::echo(
-                    cell,
-                    (None, limits),
-                    options,
-                    placement.peer_cpu,
-                    &mut tally,
-                )
-            }
-            Work::Codec(frames) => {
-                let limits = Limits::lossless(frames.timeout);
-                let codec = Some(frames.codec);
-                echo::echo(
-                    cell,
-                    (codec, limits),
-                    options,
-                    placement.peer_cpu,
-                    &mut tally,
-                )
-            }
-            Work::FanOut(fan) => fan::fan_out(cell, fan, options, &mut tally),
-            Work::FanIn(fan) => fan::fan_in(cell, fan, options, &mut tally),
-            Work::UdpLoad(load) => udp_load::udp_load(cell, load, options, &mut tally),
-            Work::Rpc(calls) => rpc::rpc(cell, calls, options, placement.peer_cpu, &mut tally),
-            Work::ReqRep(calls) => {
-                req_rep::req_rep(cell, calls, options, placement.peer_cpu, &mut tally)
-            }
-            Work::Logging(write) => {
-                logging::logging(cell, write, &placement.cpus(), options.fault, &mut tally)
-            }
-        })
-        .and_then(|()| measured_all(cell, &tally))
+        .and_then(|()| kinds::run(cell, options, &placement, &mut tally))
+        .and_then(|()| measured_all(cell, &harness, &tally))
         .err();
     let cpu_pressure = pressure.share();
     // Per round trip; per frame or request of each process (fan, udp-load); per line
@@ -168,20 +121,13 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
 }
 
 /// A cell that measured fewer round trips (frames) than it declared never passes, whatever
-/// its kind reported: lost ones count as accounted for, nothing else does.
-fn measured_all(cell: &Cell, tally: &Tally) -> Result<(), Failure> {
-    let declared = match cell.work {
-        Work::Echo(_)
-        | Work::Bulk(_)
-        | Work::Codec(_)
-        | Work::Rpc(_)
-        | Work::ReqRep(_)
-        | Work::FanOut(_)
-        | Work::FanIn(_) => cell.iterations,
-        // A load cell runs for its duration (`iterations` only caps it); a logging cell
-        // reads its whole file back and compares it, line by line.
-        Work::UdpLoad(_) | Work::Logging(_) => return Ok(()),
-    };
+/// its kind reported: lost ones count as accounted for, nothing else does. Kinds that
+/// account for their work otherwise are not held to it.
+fn measured_all(cell: &Cell, harness: &Harness, tally: &Tally) -> Result<(), Failure> {
+    if !harness.measures_every_iteration {
+        return Ok(());
+    }
+    let declared = cell.iterations;
     let accounted = tally.recorder.count().saturating_add(tally.lost);
     if accounted >= declared {
         return Ok(());

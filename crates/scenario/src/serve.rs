@@ -1,10 +1,9 @@
 //! The peer's front door: the same binary started as `<exe> serve --config <json>`. It
 //! reads its configuration, pins itself, and hands over to the kind that serves its role.
 
-use crate::kinds::{echo, fan, req_rep, rpc, udp_load};
-use crate::peer::{PeerConfig, PeerRole, SERVE_ARG};
-use ipc_matrix_transport::{connect, die_with_parent, set_thread_cpus};
-use std::time::Instant;
+use crate::kinds;
+use crate::peer::{PeerConfig, SERVE_ARG};
+use ipc_matrix_transport::{die_with_parent, set_thread_cpus};
 
 /// If this process was started as a peer, serves and exits; otherwise returns at once.
 /// Call it first thing in `main` of every binary that may act as a peer.
@@ -44,42 +43,5 @@ fn serve(config: PeerConfig) -> Result<(), String> {
     if config.count.is_some() {
         ipc_matrix_count_window::mark_pauses();
     }
-    let idle = config.idle_timeout;
-    // These roles speak their own protocol over their own sockets.
-    match config.role {
-        PeerRole::ZmqReply => return req_rep::serve(&config),
-        PeerRole::RpcServer => return rpc::serve(&config),
-        _ => {}
-    }
-    let mut channel =
-        connect(&config.address, Instant::now() + idle).map_err(|e| format!("connecting: {e}"))?;
-    match (config.role, config.codec) {
-        (PeerRole::Echo, _) => {}
-        (PeerRole::UdpServer { threads }, _) => {
-            return udp_load::serve(channel.as_mut(), threads, &config)
-        }
-        (PeerRole::Subscriber { seed, payload }, Some(codec)) => {
-            return fan::subscribe(channel.as_mut(), &config, codec, seed, payload)
-        }
-        (
-            PeerRole::Publisher {
-                seed,
-                payload,
-                source,
-                frames,
-            },
-            Some(codec),
-        ) => {
-            return fan::publish(
-                channel.as_mut(),
-                &config,
-                codec,
-                (seed, payload, source),
-                frames,
-            )
-        }
-        (PeerRole::ZmqReply | PeerRole::RpcServer, _) => unreachable!("served above"),
-        (role, None) => return Err(format!("role {role:?} needs a codec")),
-    }
-    echo::serve(channel.as_mut(), &config)
+    kinds::serve(&config)
 }

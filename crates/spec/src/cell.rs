@@ -1,12 +1,9 @@
 //! Expansion of a spec into cells: one cell is one test, one result file, one table row.
 
-use crate::model::{
-    CodecKind, LogSink, Overrides, Runner, Scenario, ScenarioKind, ScenarioWork, Spec, Target,
-    TransportKind, WakeMode,
-};
-use crate::units::{ByteSize, DurationSpec};
+use crate::kinds::{ScenarioKind, Work};
+use crate::model::{Overrides, Runner, Scenario, Spec, Target, TransportKind, WakeMode};
+use crate::units::ByteSize;
 use serde::{Deserialize, Serialize};
-use std::time::Duration;
 
 /// Test names starting with this group are the harness's own fault-injection tests,
 /// so no scenario may use it as a name.
@@ -29,147 +26,6 @@ pub struct Cell {
     pub profile: String,
     /// The kind of the cell and the settings of that kind alone.
     pub work: Work,
-}
-
-/// What a cell measures: one variant per kind, holding that kind's own settings and no
-/// others. Serialized with the kind's name under `kind` (`{"kind": "echo", ...}`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Work {
-    /// Round-trip latency of small messages.
-    Echo(Echoes),
-    /// Round trips of large messages.
-    Bulk(Echoes),
-    /// Sensor frames through a codec, there and back.
-    Codec(Frames),
-    /// One publisher to two subscriber processes.
-    FanOut(Fan),
-    /// Two publisher processes to one subscriber.
-    FanIn(Fan),
-    /// Calls of a Cap'n Proto RPC method.
-    Rpc(Calls),
-    /// ZeroMQ REQ/REP requests.
-    ReqRep(Calls),
-    /// Client threads sending UDP requests to a peer with several receiving threads.
-    UdpLoad(Load),
-    /// Log lines written to a file.
-    Logging(LogWrite),
-}
-
-/// `echo` and `bulk` cells: the payload bytes, echoed.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Echoes {
-    /// The deadline of one round trip: a reply later than this fails the cell (over udp:
-    /// is lost).
-    pub timeout: Duration,
-    /// The share of replies that may be lost before the cell fails (0.0 ..= 1.0); only
-    /// udp loses any.
-    pub max_loss: f64,
-}
-
-/// `codec` cells: a sensor frame encoded, echoed by a peer that decodes and re-encodes
-/// it, and decoded.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Frames {
-    /// The serialization format of the frames.
-    pub codec: CodecKind,
-    /// The deadline of one round trip, encoding and decoding included.
-    pub timeout: Duration,
-}
-
-/// `fan-out` and `fan-in` cells: frames streamed to or from two peers.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Fan {
-    /// The serialization format of the frames.
-    pub codec: CodecKind,
-    /// How late a frame may be acknowledged (fan-out) or arrive (fan-in) before it
-    /// counts as dropped; also how long the measuring side waits for a stopped peer.
-    pub frame_deadline: Duration,
-    /// The share of frames that may be dropped before the cell fails (0.0 ..= 1.0).
-    pub max_loss: f64,
-}
-
-/// `rpc` and `req-rep` cells: calls or requests, one at a time.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Calls {
-    /// The deadline of one call (one request and its reply).
-    pub timeout: Duration,
-}
-
-/// `udp-load` cells.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Load {
-    /// Client threads, server threads and how long the clients send.
-    pub shape: LoadShape,
-    /// The deadline of one request: a client gives up on its echo after this, and the
-    /// request counts as lost.
-    pub timeout: Duration,
-    /// The share of requests that may go unanswered before the cell fails (0.0 ..= 1.0).
-    pub max_loss: f64,
-}
-
-/// `logging` cells.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LogWrite {
-    /// How the lines are written.
-    pub sink: LogSink,
-    /// The time the whole write may take: a file system that stops taking lines fails
-    /// the cell once it has passed.
-    pub budget: Duration,
-}
-
-/// The shape of a `udp-load` cell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LoadShape {
-    /// Client threads, each with its own socket, each waiting for its reply before the
-    /// next request.
-    pub clients: u32,
-    /// The peer's threads receiving from (and replying through) its one socket.
-    pub server_threads: u32,
-    /// How long the clients keep sending.
-    pub duration: Duration,
-}
-
-impl LoadShape {
-    /// `c4-s16`: 4 clients, 16 server threads.
-    pub fn label(&self) -> String {
-        format!("c{}-s{}", self.clients, self.server_threads)
-    }
-}
-
-impl Work {
-    pub fn kind(&self) -> ScenarioKind {
-        match self {
-            Work::Echo(_) => ScenarioKind::Echo,
-            Work::Bulk(_) => ScenarioKind::Bulk,
-            Work::Codec(_) => ScenarioKind::Codec,
-            Work::FanOut(_) => ScenarioKind::FanOut,
-            Work::FanIn(_) => ScenarioKind::FanIn,
-            Work::Rpc(_) => ScenarioKind::Rpc,
-            Work::ReqRep(_) => ScenarioKind::ReqRep,
-            Work::UdpLoad(_) => ScenarioKind::UdpLoad,
-            Work::Logging(_) => ScenarioKind::Logging,
-        }
-    }
-
-    /// The codec of the frames, for the kinds that carry sensor frames.
-    pub fn codec(&self) -> Option<CodecKind> {
-        match self {
-            Work::Codec(frames) => Some(frames.codec),
-            Work::FanOut(fan) | Work::FanIn(fan) => Some(fan.codec),
-            _ => None,
-        }
-    }
-
-    /// What sets a cell apart within its scenario and transport: the codec, the log sink
-    /// or the load shape.
-    pub fn variant_label(&self) -> Option<String> {
-        match self {
-            Work::Logging(write) => Some(write.sink.to_string()),
-            Work::UdpLoad(load) => Some(load.shape.label()),
-            work => work.codec().map(|codec| codec.to_string()),
-        }
-    }
 }
 
 impl Cell {
@@ -224,37 +80,7 @@ impl Scenario {
         }
         s.iterations = o.iterations.unwrap_or(s.iterations);
         s.warmup = o.warmup.unwrap_or(s.warmup);
-        let set = |given: &Option<DurationSpec>, value: &mut Duration| {
-            if let Some(given) = given {
-                *value = given.get();
-            }
-        };
-        match &mut s.work {
-            ScenarioWork::Echo { timeout, .. }
-            | ScenarioWork::Bulk { timeout, .. }
-            | ScenarioWork::Codec { timeout, .. }
-            | ScenarioWork::Rpc { timeout }
-            | ScenarioWork::ReqRep { timeout } => set(&o.timeout, timeout),
-            ScenarioWork::FanOut { frame_deadline, .. }
-            | ScenarioWork::FanIn { frame_deadline, .. } => set(&o.frame_deadline, frame_deadline),
-            ScenarioWork::UdpLoad {
-                clients,
-                server_threads,
-                duration,
-                timeout,
-                ..
-            } => {
-                if let Some(given) = &o.clients {
-                    clients.clone_from(given);
-                }
-                if let Some(given) = &o.server_threads {
-                    server_threads.clone_from(given);
-                }
-                set(&o.duration, duration);
-                set(&o.timeout, timeout);
-            }
-            ScenarioWork::Logging { budget, .. } => set(&o.budget, budget),
-        }
+        s.work.override_with(o);
         s
     }
 
@@ -274,102 +100,9 @@ impl Scenario {
             .collect()
     }
 
-    /// How many kind variants its cells come in (codecs, sinks, load shapes); None over
-    /// 64 bits.
-    fn variant_count(&self) -> Option<u64> {
-        match &self.work {
-            ScenarioWork::Codec { codecs, .. }
-            | ScenarioWork::FanOut { codecs, .. }
-            | ScenarioWork::FanIn { codecs, .. } => Some(codecs.len() as u64),
-            ScenarioWork::UdpLoad {
-                clients,
-                server_threads,
-                ..
-            } => (clients.len() as u64).checked_mul(server_threads.len() as u64),
-            ScenarioWork::Logging { sinks, .. } => Some(sinks.len() as u64),
-            ScenarioWork::Echo { .. }
-            | ScenarioWork::Bulk { .. }
-            | ScenarioWork::Rpc { .. }
-            | ScenarioWork::ReqRep { .. } => Some(1),
-        }
-    }
-
-    /// The work of each of its cells' variants, in order: one per codec, sink or load
-    /// shape (clients, then server threads), else one.
-    fn works(&self) -> Vec<Work> {
-        match self.work.clone() {
-            ScenarioWork::Echo { timeout, max_loss } => {
-                vec![Work::Echo(Echoes { timeout, max_loss })]
-            }
-            ScenarioWork::Bulk { timeout, max_loss } => {
-                vec![Work::Bulk(Echoes { timeout, max_loss })]
-            }
-            ScenarioWork::Codec { codecs, timeout } => codecs
-                .into_iter()
-                .map(|codec| Work::Codec(Frames { codec, timeout }))
-                .collect(),
-            ScenarioWork::FanOut {
-                codecs,
-                frame_deadline,
-                max_loss,
-            } => codecs
-                .into_iter()
-                .map(|codec| {
-                    Work::FanOut(Fan {
-                        codec,
-                        frame_deadline,
-                        max_loss,
-                    })
-                })
-                .collect(),
-            ScenarioWork::FanIn {
-                codecs,
-                frame_deadline,
-                max_loss,
-            } => codecs
-                .into_iter()
-                .map(|codec| {
-                    Work::FanIn(Fan {
-                        codec,
-                        frame_deadline,
-                        max_loss,
-                    })
-                })
-                .collect(),
-            ScenarioWork::Rpc { timeout } => vec![Work::Rpc(Calls { timeout })],
-            ScenarioWork::ReqRep { timeout } => vec![Work::ReqRep(Calls { timeout })],
-            ScenarioWork::UdpLoad {
-                clients,
-                server_threads,
-                duration,
-                timeout,
-                max_loss,
-            } => clients
-                .iter()
-                .flat_map(|&clients| {
-                    server_threads.iter().map(move |&server_threads| {
-                        Work::UdpLoad(Load {
-                            shape: LoadShape {
-                                clients,
-                                server_threads,
-                                duration,
-                            },
-                            timeout,
-                            max_loss,
-                        })
-                    })
-                })
-                .collect(),
-            ScenarioWork::Logging { sinks, budget } => sinks
-                .into_iter()
-                .map(|sink| Work::Logging(LogWrite { sink, budget }))
-                .collect(),
-        }
-    }
-
     /// Its cells: per transport (and wake mode), per variant, per payload.
     fn cells(&self, seed: u64, profile: &str) -> Vec<Cell> {
-        let works = self.works();
+        let works = self.work.works();
         let mut cells = Vec::new();
         for (transport, wake) in self.channels() {
             for (work, payload) in works
@@ -428,7 +161,7 @@ impl Spec {
         for scenario in &self.scenarios {
             let scenario = scenario.overridden(overrides.get(&scenario.name));
             let cells = (scenario.channels().len() as u64)
-                .checked_mul(scenario.variant_count()?)?
+                .checked_mul(scenario.work.variant_count()?)?
                 .checked_mul(scenario.payloads.len() as u64)?;
             total = total.checked_add(cells)?;
         }

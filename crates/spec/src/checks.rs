@@ -1,16 +1,17 @@
-//! Checks of values that several kinds share: payload lists, round-trip counts, thread
-//! counts, names. Each pushes its problems, located by path, onto `out`.
+//! Checks of values every kind has, each held to its kind's limits: payload lists,
+//! round-trip counts, names. Each pushes its problems, located by path, onto `out`.
 
-use crate::limits::{MAX_LOG_BYTES, MAX_NAME_BYTES};
+use crate::kind_spec::OverMaxPayload;
+use crate::limits::MAX_NAME_BYTES;
 use crate::locate::Segment;
-use crate::model::{Overrides, ScenarioKind, TransportKind};
+use crate::model::{Overrides, TransportKind};
 use crate::raw::RawScenario;
 use crate::units::{ByteSize, UDP_MAX_PAYLOAD};
 use std::collections::HashSet;
 
 /// Refuses counts a cell of this kind cannot make: warm-up and iterations over the kind's
-/// most round trips (or over 64 bits), and logging cells that would write more than
-/// [`MAX_LOG_BYTES`]. `overrides` are a profile's, applied over the scenario's values;
+/// most round trips (or over 64 bits), and more bytes than a cell of the kind holds
+/// (a logging cell's lines). `overrides` are a profile's, applied over the scenario's values;
 /// `at` are the paths of the iterations and warm-up that apply.
 pub(crate) fn check_round_trips(
     scenario: &RawScenario,
@@ -19,14 +20,11 @@ pub(crate) fn check_round_trips(
     out: &mut Vec<(Vec<Segment>, String)>,
 ) {
     let kind = scenario.kind;
-    let most = kind.max_round_trips();
+    let about = kind.about();
+    let most = about.max_round_trips;
     let iterations = overrides.iterations.unwrap_or(scenario.iterations).get();
     let warmup = overrides.warmup.unwrap_or(scenario.warmup);
-    let what = match kind {
-        ScenarioKind::Logging => "lines",
-        ScenarioKind::UdpLoad => "requests per client",
-        _ => "round trips",
-    };
+    let what = about.round_trips;
     if iterations > most {
         out.push((
             iterations_at,
@@ -51,45 +49,10 @@ pub(crate) fn check_round_trips(
             return;
         }
     };
-    if kind == ScenarioKind::Logging {
-        let payloads = overrides.payloads.as_ref().unwrap_or(&scenario.payloads);
-        let longest = payloads.iter().map(ByteSize::bytes).max().unwrap_or(0);
-        if longest
-            .checked_mul(total)
-            .is_none_or(|bytes| bytes > MAX_LOG_BYTES)
-        {
-            out.push((
-                iterations_at,
-                format!(
-                    "{total} lines of {longest} B are more than {MAX_LOG_BYTES} B (1 GiB), the most a logging cell writes (it holds its lines in memory)"
-                ),
-            ));
-        }
-    }
-}
-
-/// The smallest payload of kinds that stamp each message with who sent it and when.
-const MIN_STAMPED_PAYLOAD: u64 = 16;
-/// The most threads a side of a `udp-load` cell may start.
-const MAX_THREADS: u32 = 256;
-
-pub(crate) fn check_thread_counts(
-    counts: &[u32],
-    at: Vec<Segment>,
-    out: &mut Vec<(Vec<Segment>, String)>,
-) {
-    let mut seen = HashSet::new();
-    for (j, &count) in counts.iter().enumerate() {
-        let mut path = at.clone();
-        path.push(Segment::Index(j));
-        if count == 0 || count > MAX_THREADS {
-            out.push((
-                path,
-                format!("{count} threads: give a number from 1 to {MAX_THREADS}"),
-            ));
-        } else if !seen.insert(count) {
-            out.push((path, format!("{count} is listed twice")));
-        }
+    let payloads = overrides.payloads.as_ref().unwrap_or(&scenario.payloads);
+    let longest = payloads.iter().map(ByteSize::bytes).max().unwrap_or(0);
+    if let Some(why) = kind.check_volume(total, longest) {
+        out.push((iterations_at, why));
     }
 }
 
@@ -114,25 +77,27 @@ pub(crate) fn check_payloads(
             out.push((path.clone(), format!("{payload} is listed twice")));
         }
         let bytes = payload.bytes();
-        match scenario.kind {
-            ScenarioKind::UdpLoad | ScenarioKind::Logging if bytes < MIN_STAMPED_PAYLOAD => {
-                out.push((
-                    path.clone(),
-                    format!(
-                        "{payload} is too small: a {} message carries a {MIN_STAMPED_PAYLOAD}-byte stamp",
-                        scenario.kind.as_str()
-                    ),
-                ))
-            }
-            _ => {}
+        let about = scenario.kind.about();
+        if bytes < about.stamp {
+            out.push((
+                path.clone(),
+                format!(
+                    "{payload} is too small: a {} message carries a {}-byte stamp",
+                    about.name, about.stamp
+                ),
+            ))
         }
-        let most = scenario.kind.max_payload();
-        // udp-load: the datagram rule below says it.
-        if bytes > most && scenario.kind != ScenarioKind::UdpLoad {
-            let why = match scenario.kind {
-                ScenarioKind::Logging => "is not a log line".to_string(),
-                kind => format!("is larger than a {} cell carries", kind.as_str()),
-            };
+        let most = about.max_payload;
+        let why = match about.over_max_payload {
+            _ if bytes <= most => None,
+            OverMaxPayload::Carried => {
+                Some(format!("is larger than a {} cell carries", about.name))
+            }
+            OverMaxPayload::NotA(what) => Some(format!("is not a {what}")),
+            // The datagram rule below says it.
+            OverMaxPayload::Datagram => None,
+        };
+        if let Some(why) = why {
             out.push((
                 path.clone(),
                 format!(

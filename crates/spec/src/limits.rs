@@ -3,8 +3,7 @@
 //! its file:line:column and path, before anything is allocated for it (README: "Limits
 //! of matrix.yaml").
 
-use crate::cell::{Cell, Work};
-use crate::model::ScenarioKind;
+use crate::cell::Cell;
 
 /// The largest matrix file read, in bytes (1 MiB; the repository's is about 10 KiB).
 pub const MAX_FILE_BYTES: usize = 1 << 20;
@@ -24,10 +23,6 @@ pub const MAX_CELL_ID_BYTES: usize = 255 - ".json".len();
 /// The most cells one profile expands into (the repository's full profile has about 200).
 pub const MAX_CELLS: usize = 10_000;
 
-/// The most bytes a `logging` cell writes (lines x line length): it holds all its lines
-/// in memory, and reads the file back into memory to compare it.
-pub const MAX_LOG_BYTES: u64 = 1 << 30;
-
 /// The largest payload of `echo`, `bulk` and `req-rep` cells: 1 GiB. The measuring side
 /// holds the request and a reply buffer, the peer one message: about 3 GiB in all.
 pub const MAX_PAYLOAD: u64 = 1 << 30;
@@ -38,91 +33,16 @@ pub const MAX_PAYLOAD: u64 = 1 << 30;
 /// times (about 8 payloads in all).
 pub const MAX_FRAME_PAYLOAD: u64 = 256 << 20;
 
-/// The longest log line of a `logging` cell (64 KiB).
-pub const MAX_LOG_LINE: u64 = 64 << 10;
-
 /// The most round trips (warm-up included) of a cell that waits for each reply: 100
 /// million, an hour or more at the 30-40 us a blocking round trip takes here. The full
 /// profile's largest is 51,000.
 pub const MAX_ROUND_TRIPS: u64 = 100_000_000;
 
-/// The most requests per client of a `udp-load` cell (warm-up included); its `duration`
-/// usually ends it first. Every answered request keeps its time (24 bytes).
-pub const MAX_LOAD_REQUESTS: u64 = 10_000_000;
-
-/// The most lines of a `logging` cell (warm-up included): line numbers are 7 digits wide.
-pub const MAX_LOG_LINES: u64 = 10_000_000;
-
 /// What one process of a cell needs besides its messages: histograms, the samples kept,
 /// a shared-memory segment (8 MiB at most), thread stacks, the runtime.
-const PROCESS_OVERHEAD: u64 = 32 << 20;
+pub(crate) const PROCESS_OVERHEAD: u64 = 32 << 20;
 /// Room above a payload for a frame's structure, a reply's slack.
-const SLACK: u64 = 8 << 10;
-/// Bytes kept per answered `udp-load` request: its start and its round trip.
-const LOAD_SAMPLE: u64 = 24;
-
-impl ScenarioKind {
-    /// The largest payload a cell of this kind may carry, in bytes.
-    pub fn max_payload(self) -> u64 {
-        match self {
-            ScenarioKind::Echo | ScenarioKind::Bulk | ScenarioKind::ReqRep => MAX_PAYLOAD,
-            ScenarioKind::Codec
-            | ScenarioKind::FanOut
-            | ScenarioKind::FanIn
-            | ScenarioKind::Rpc => MAX_FRAME_PAYLOAD,
-            ScenarioKind::UdpLoad => crate::units::UDP_MAX_PAYLOAD,
-            ScenarioKind::Logging => MAX_LOG_LINE,
-        }
-    }
-
-    /// The most round trips (requests per client, lines), warm-up included, of a cell
-    /// of this kind.
-    pub fn max_round_trips(self) -> u64 {
-        match self {
-            ScenarioKind::UdpLoad => MAX_LOAD_REQUESTS,
-            ScenarioKind::Logging => MAX_LOG_LINES,
-            ScenarioKind::Echo
-            | ScenarioKind::Bulk
-            | ScenarioKind::Codec
-            | ScenarioKind::FanOut
-            | ScenarioKind::FanIn
-            | ScenarioKind::Rpc
-            | ScenarioKind::ReqRep => MAX_ROUND_TRIPS,
-        }
-    }
-
-    /// How many payload-sized buffers a cell of this kind holds at once, over all its
-    /// processes (see `crates/scenario`, one file per kind).
-    fn payload_copies(self) -> u64 {
-        match self {
-            // Request and reply buffer; the peer's message.
-            ScenarioKind::Echo | ScenarioKind::Bulk => 3,
-            // Request, the library's message and the reply; the peer's message and its copy.
-            ScenarioKind::ReqRep => 5,
-            // Request, its encoding and the response; the peer's request and response.
-            ScenarioKind::Rpc => 6,
-            // Codec: payload, frame, encoding, reply, decoded reply; the peer's message,
-            // decoded frame, re-encoding. Fan-out: frame and encoding; each of two
-            // subscribers its expected frame, message and decoded frame. Fan-in: two
-            // expected frames, message and decoded frame; each of two publishers a frame
-            // and its encoding.
-            ScenarioKind::Codec | ScenarioKind::FanOut | ScenarioKind::FanIn => 8,
-            // Per client thread: request and reply (the clients are counted apart).
-            ScenarioKind::UdpLoad => 2,
-            // The lines in memory and the file read back.
-            ScenarioKind::Logging => 2,
-        }
-    }
-
-    /// How many processes a cell of this kind runs (the measuring one and its peers).
-    fn processes(self) -> u64 {
-        match self {
-            ScenarioKind::FanOut | ScenarioKind::FanIn => 3,
-            ScenarioKind::Logging => 1,
-            _ => 2,
-        }
-    }
-}
+pub(crate) const SLACK: u64 = 8 << 10;
 
 impl Cell {
     /// Round trips in all, warm-up included; None when the sum does not fit 64 bits
@@ -137,33 +57,10 @@ impl Cell {
     /// bits. Compare it with the memory available before starting the cell
     /// ([`check_memory`]).
     pub fn memory_need(&self) -> Option<u64> {
-        let kind = self.kind();
-        let overhead = PROCESS_OVERHEAD.checked_mul(kind.processes())?;
-        let message = self.payload_bytes.checked_add(SLACK)?;
-        let messages = match self.work {
-            Work::Logging(_) => self
-                .payload_bytes
-                .checked_mul(self.round_trips()?)?
-                .checked_mul(kind.payload_copies())?,
-            Work::UdpLoad(load) => {
-                let (clients, servers) = (
-                    u64::from(load.shape.clients),
-                    u64::from(load.shape.server_threads),
-                );
-                let per_client = message
-                    .checked_mul(kind.payload_copies())?
-                    .checked_add(LOAD_SAMPLE.checked_mul(self.round_trips()?)?)?;
-                // The kept samples are gathered into one list at the end: twice.
-                let gathered = LOAD_SAMPLE
-                    .checked_mul(self.round_trips()?)?
-                    .checked_mul(clients)?;
-                per_client
-                    .checked_mul(clients)?
-                    .checked_add(message.checked_mul(servers)?)?
-                    .checked_add(gathered)?
-            }
-            _ => message.checked_mul(kind.payload_copies())?,
-        };
+        let overhead = PROCESS_OVERHEAD.checked_mul(self.kind().about().processes)?;
+        let messages = self
+            .work
+            .messages_need(self.payload_bytes, self.round_trips())?;
         overhead.checked_add(messages)
     }
 }
@@ -220,7 +117,7 @@ mod tests {
 #[cfg(test)]
 mod need {
     use super::*;
-    use crate::Spec;
+    use crate::{Spec, Work};
     use std::path::Path;
 
     fn full_cells() -> Vec<Cell> {

@@ -1,10 +1,10 @@
 //! The serde model of matrix.yaml, schema version 1. Unknown keys are errors everywhere.
 
+use crate::kinds::ScenarioWork;
 use crate::units::{ByteSize, Count, DurationSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
-use std::time::Duration;
 
 /// The one schema version this build reads.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -112,89 +112,6 @@ pub struct Overrides {
     pub duration: Option<DurationSpec>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ScenarioKind {
-    /// Round-trip latency of small messages.
-    Echo,
-    /// Round trips of large messages; reports throughput as well as time per round trip.
-    Bulk,
-    /// A sensor frame encoded with a codec, sent, decoded and re-encoded by the peer, sent
-    /// back and decoded: serialization and transport together, per codec.
-    Codec,
-    /// One publisher (the measuring side) to two subscriber processes: every frame to
-    /// both, each acknowledged with its one-way latency; a frame not acknowledged before
-    /// its deadline is dropped.
-    FanOut,
-    /// Two publisher processes streaming frames to one subscriber (the measuring side):
-    /// one-way latency per frame; a sequence gap or a frame later than its deadline is
-    /// dropped.
-    FanIn,
-    /// Seed 000's RPC: a Cap'n Proto RPC interface (`capnp-rpc`) with one method that
-    /// takes bytes and returns them; the peer serves it.
-    Rpc,
-    /// Seed 001: ZeroMQ REQ/REP echo (`zmq`, libzmq built from source for every target).
-    ReqRep,
-    /// Seed 004: client threads, each with its own UDP socket, send and wait for the echo
-    /// of a peer with several receiving threads; transactions per second, success rate.
-    UdpLoad,
-    /// Seed 002: the cost of writing log lines to a file, per way of writing them; the
-    /// file is then read back and compared with what was logged.
-    Logging,
-}
-
-impl ScenarioKind {
-    /// False for the one kind whose cells start no peer process: logging.
-    pub fn has_peer(self) -> bool {
-        !matches!(self, ScenarioKind::Logging)
-    }
-
-    /// The transports a scenario of this kind may list.
-    pub fn transports(self) -> &'static [TransportKind] {
-        use TransportKind::*;
-        match self {
-            ScenarioKind::Echo | ScenarioKind::Bulk => &[Shm, Local, Tcp, Udp, Pipe],
-            ScenarioKind::Codec | ScenarioKind::FanOut | ScenarioKind::FanIn => &[Shm, Local, Tcp],
-            ScenarioKind::Rpc | ScenarioKind::ReqRep => &[Local, Tcp],
-            ScenarioKind::UdpLoad => &[Udp],
-            ScenarioKind::Logging => &[File],
-        }
-    }
-
-    /// The keys of a scenario of this kind beyond those every kind has (`name`, `kind`,
-    /// `transports`, `wake`, `payloads`, `iterations`, `warmup`).
-    pub fn keys(self) -> &'static [&'static str] {
-        match self {
-            ScenarioKind::Echo | ScenarioKind::Bulk => &["timeout", "max_loss"],
-            ScenarioKind::Codec => &["codecs", "timeout"],
-            ScenarioKind::FanOut | ScenarioKind::FanIn => &["codecs", "frame_deadline", "max_loss"],
-            ScenarioKind::Rpc | ScenarioKind::ReqRep => &["timeout"],
-            ScenarioKind::UdpLoad => &[
-                "clients",
-                "server_threads",
-                "duration",
-                "timeout",
-                "max_loss",
-            ],
-            ScenarioKind::Logging => &["sinks", "budget"],
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ScenarioKind::Echo => "echo",
-            ScenarioKind::Bulk => "bulk",
-            ScenarioKind::Codec => "codec",
-            ScenarioKind::FanOut => "fan-out",
-            ScenarioKind::FanIn => "fan-in",
-            ScenarioKind::Rpc => "rpc",
-            ScenarioKind::ReqRep => "req-rep",
-            ScenarioKind::UdpLoad => "udp-load",
-            ScenarioKind::Logging => "logging",
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TransportKind {
@@ -289,103 +206,6 @@ pub struct Scenario {
     pub warmup: u64,
     /// What its cells measure, and the fields of that kind alone.
     pub work: ScenarioWork,
-}
-
-/// The kind of a scenario with the fields that kind takes, and no others. matrix.yaml
-/// names the kind with `kind:`; a key the kind does not take is refused where it is.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ScenarioWork {
-    /// `timeout`: the deadline of one round trip. `max_loss`: over udp, the share of
-    /// replies that may be lost (0 when not given).
-    Echo { timeout: Duration, max_loss: f64 },
-    /// As `Echo`, for large messages.
-    Bulk { timeout: Duration, max_loss: f64 },
-    /// One cell per codec; `timeout`: the deadline of one round trip.
-    Codec {
-        codecs: Vec<CodecKind>,
-        timeout: Duration,
-    },
-    /// One cell per codec. `frame_deadline`: how late a frame may be acknowledged before
-    /// it counts as dropped; `max_loss`: the share of frames that may be dropped.
-    FanOut {
-        codecs: Vec<CodecKind>,
-        frame_deadline: Duration,
-        max_loss: f64,
-    },
-    /// One cell per codec. `frame_deadline`: how late a frame may arrive before it
-    /// counts as dropped; `max_loss`: the share of frames that may be dropped.
-    FanIn {
-        codecs: Vec<CodecKind>,
-        frame_deadline: Duration,
-        max_loss: f64,
-    },
-    /// `timeout`: the deadline of one call.
-    Rpc { timeout: Duration },
-    /// `timeout`: the deadline of one request and its reply.
-    ReqRep { timeout: Duration },
-    /// One cell per number of clients and of server threads. Clients send for
-    /// `duration`; `timeout`: the deadline of one request; `max_loss`: the share of
-    /// requests that may go unanswered.
-    UdpLoad {
-        clients: Vec<u32>,
-        server_threads: Vec<u32>,
-        duration: Duration,
-        timeout: Duration,
-        max_loss: f64,
-    },
-    /// One cell per sink; `budget`: the time the whole write may take.
-    Logging {
-        sinks: Vec<LogSink>,
-        budget: Duration,
-    },
-}
-
-impl ScenarioWork {
-    pub fn kind(&self) -> ScenarioKind {
-        match self {
-            ScenarioWork::Echo { .. } => ScenarioKind::Echo,
-            ScenarioWork::Bulk { .. } => ScenarioKind::Bulk,
-            ScenarioWork::Codec { .. } => ScenarioKind::Codec,
-            ScenarioWork::FanOut { .. } => ScenarioKind::FanOut,
-            ScenarioWork::FanIn { .. } => ScenarioKind::FanIn,
-            ScenarioWork::Rpc { .. } => ScenarioKind::Rpc,
-            ScenarioWork::ReqRep { .. } => ScenarioKind::ReqRep,
-            ScenarioWork::UdpLoad { .. } => ScenarioKind::UdpLoad,
-            ScenarioWork::Logging { .. } => ScenarioKind::Logging,
-        }
-    }
-}
-
-/// A way of writing log lines to a file (`logging` cells).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LogSink {
-    /// Formatted into a `BufWriter` (8 KiB buffer), as a buffered C++ stream does.
-    Buffered,
-    /// One write(2) per line, no buffer.
-    WritePerLine,
-    /// `tracing` with `tracing-appender`'s file appender, written by the logging thread.
-    TracingBlocking,
-    /// `tracing` with `tracing-appender`'s non-blocking writer (lossless mode): a worker
-    /// thread writes; the cost includes waiting for it at shutdown.
-    TracingNonBlocking,
-}
-
-impl LogSink {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LogSink::Buffered => "buffered",
-            LogSink::WritePerLine => "write-per-line",
-            LogSink::TracingBlocking => "tracing-blocking",
-            LogSink::TracingNonBlocking => "tracing-non-blocking",
-        }
-    }
-}
-
-impl fmt::Display for LogSink {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// A serialization format of the sensor frame (`crates/codec`).

@@ -1,8 +1,9 @@
 //! matrix.yaml as serde reads it, before its kinds are told apart: every key any kind
 //! takes is known here, so an unknown key is refused by serde where it is. Which of them
-//! a scenario's kind takes is decided by `kinds.rs`, with located errors.
+//! a scenario's kind takes is decided by its kind (`kinds.rs`), with located errors.
 
-use crate::model::{CodecKind, LogSink, Profile, ScenarioKind, Target, TransportKind, WakeMode};
+use crate::kinds::{LogSink, ScenarioKind};
+use crate::model::{CodecKind, Profile, Target, TransportKind, WakeMode};
 use crate::units::{ByteSize, Count, DurationSpec};
 use serde::Deserialize;
 use std::collections::BTreeMap;

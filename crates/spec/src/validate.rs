@@ -3,7 +3,8 @@
 
 use crate::checks::{check_payloads, check_round_trips, is_identifier};
 use crate::error::{SpecError, SpecErrors};
-use crate::kinds;
+use crate::keys::{check_thread_counts, Problems};
+use crate::kinds::ScenarioKind;
 use crate::limits::{MAX_CELLS, MAX_CELL_ID_BYTES, MAX_FILE_BYTES, MAX_NAME_BYTES};
 use crate::locate::{check_depth, render, Locations, Segment};
 use crate::model::{Overrides, Scenario, Spec, TransportKind, SCHEMA_VERSION};
@@ -12,9 +13,6 @@ use crate::CELL_GROUP_FAULT;
 use std::collections::HashSet;
 use std::io::Read;
 use std::path::Path;
-
-/// Problems found: the path of each, and what is wrong there.
-type Problems = Vec<(Vec<Segment>, String)>;
 
 fn key(k: &str) -> Segment {
     Segment::Key(k.to_string())
@@ -275,7 +273,44 @@ impl RawSpec {
         if let Some(payloads) = &overrides.payloads {
             check_payloads(payloads, target, field("payloads"), out);
         }
-        kinds::check_overrides(target.kind, overrides, field, out);
+        check_kind_overrides(target.kind, overrides, field, out);
+    }
+}
+
+/// Checks a profile's overrides of a scenario of `kind`: each names a key the kind takes,
+/// with a value that works. `field` gives the path of an override's key.
+fn check_kind_overrides(
+    kind: ScenarioKind,
+    overrides: &Overrides,
+    field: impl Fn(&str) -> Vec<Segment>,
+    out: &mut Problems,
+) {
+    let durations = [
+        ("timeout", &overrides.timeout),
+        ("frame_deadline", &overrides.frame_deadline),
+        ("budget", &overrides.budget),
+        ("duration", &overrides.duration),
+    ];
+    for (key, given) in durations {
+        match given {
+            Some(_) if !kind.keys().contains(&key) => out.push((field(key), kind.not_taken(key))),
+            Some(d) => {
+                if let Some(why) = d.invalid() {
+                    out.push((field(key), why.into()));
+                }
+            }
+            None => {}
+        }
+    }
+    for (key, given) in [
+        ("clients", &overrides.clients),
+        ("server_threads", &overrides.server_threads),
+    ] {
+        match given {
+            Some(_) if !kind.keys().contains(&key) => out.push((field(key), kind.not_taken(key))),
+            Some(counts) => check_thread_counts(counts, field(key), out),
+            None => {}
+        }
     }
 }
 
@@ -328,7 +363,7 @@ fn check_scenario(scenario: &RawScenario, i: usize, out: &mut Problems) -> Optio
                 .into(),
         ));
     }
-    let work = kinds::work(scenario, i, out);
+    let work = kind.parse(scenario, i, out);
     if scenario.payloads.is_empty() {
         out.push((
             at("payloads"),

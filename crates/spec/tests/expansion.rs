@@ -4,6 +4,7 @@
 use ipc_matrix_spec::{Spec, Work};
 use std::fmt::Write;
 use std::path::Path;
+use std::time::Duration;
 
 fn expansion(profile: &str) -> String {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../matrix.yaml");
@@ -32,21 +33,22 @@ fn expansion(profile: &str) -> String {
     out
 }
 
-/// The time limits of a cell's kind, and the loss it allows where it has one.
+/// The time limits of a cell's kind, and the loss it allows where it has one: those of
+/// its settings that are limits, in this order.
 fn limits(work: &Work) -> String {
-    match work {
-        Work::Echo(e) | Work::Bulk(e) => {
-            format!("timeout {:?}  max_loss {}", e.timeout, e.max_loss)
-        }
-        Work::Codec(frames) => format!("timeout {:?}", frames.timeout),
-        Work::FanOut(fan) | Work::FanIn(fan) => format!(
-            "frame_deadline {:?}  max_loss {}",
-            fan.frame_deadline, fan.max_loss
+    let settings = serde_json::to_value(work).unwrap();
+    let shown = |value: &serde_json::Value| match value.as_f64() {
+        Some(share) => share.to_string(),
+        None => format!(
+            "{:?}",
+            serde_json::from_value::<Duration>(value.clone()).unwrap()
         ),
-        Work::Rpc(calls) | Work::ReqRep(calls) => format!("timeout {:?}", calls.timeout),
-        Work::UdpLoad(load) => format!("timeout {:?}  max_loss {}", load.timeout, load.max_loss),
-        Work::Logging(write) => format!("budget {:?}", write.budget),
-    }
+    };
+    ["timeout", "frame_deadline", "budget", "max_loss"]
+        .into_iter()
+        .filter_map(|key| Some(format!("{key} {}", shown(settings.get(key)?))))
+        .collect::<Vec<_>>()
+        .join("  ")
 }
 
 #[test]

@@ -6,7 +6,7 @@ use crate::codec_work::FRAME_SLACK;
 use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
 use crate::failure::{expect_clean_exit, peer_epilogue, setup_failure, transport_failure_kind};
-use crate::peer::{before_reply, commit, PeerConfig, PeerRole};
+use crate::peer::{before_reply, commit, PeerConfig};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_codec::FrameCodec;
@@ -49,7 +49,7 @@ pub(crate) fn echo(
         acceptor.address(),
         limit,
         peer_cpu,
-        PeerRole::Echo,
+        (),
         limits.timeout,
     );
     config.count = tally.peer_counting(cell.warmup);
@@ -126,7 +126,8 @@ fn broken(doing: &str, e: TransportError) -> Broken {
 
 /// The peer's side: echo every message (decoded and encoded again for a codec cell)
 /// until an empty one says goodbye, committing the fault asked for.
-pub(crate) fn serve(channel: &mut dyn Channel, config: &PeerConfig) -> Result<(), String> {
+pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
+    let mut channel = config.connect()?;
     let idle = config.idle_timeout;
     let mut message = Vec::new();
     for index in 0u64.. {

@@ -16,17 +16,35 @@ use crate::codec_work::FRAME_SLACK;
 use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
 use crate::failure::{peer_epilogue, setup_failure, transport_failure_kind};
-use crate::peer::{commit, monotonic_ns, PeerConfig, PeerRole, ACK_BYTES};
+use crate::peer::{commit, monotonic_ns, PeerConfig, ACK_BYTES};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_codec::{Codec, FrameCodec, SensorFrame};
 use ipc_matrix_results::{Failure, FailureKind};
 use ipc_matrix_spec::{Cell, Fan};
 use ipc_matrix_transport::{listen, Channel, ListenOptions, TransportError};
+use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 const PEERS: usize = 2;
+
 /// Frames in a row a subscriber may leave unacknowledged before it counts as stuck.
 const DROPPED_IN_A_ROW_LIMIT: u64 = 3;
+
+/// The part a peer plays in a fan cell.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Role {
+    /// Fan-out: checks every frame against the one `seed` and `payload` stand for and
+    /// acknowledges it with its one-way latency.
+    Subscriber { seed: u64, payload: usize },
+    /// Fan-in: streams `frames` frames from source `source`, then says goodbye.
+    Publisher {
+        seed: u64,
+        payload: usize,
+        source: u32,
+        frames: u64,
+    },
+}
 
 /// A peer process and the channel to it.
 struct Linked {
@@ -61,7 +79,7 @@ fn link(
     cell: &Cell,
     fan: &Fan,
     options: &RunOptions,
-    roles: [PeerRole; PEERS],
+    roles: [Role; PEERS],
     tally: &mut Tally,
 ) -> Result<Vec<Linked>, Failure> {
     tally.count_per_window = true;
@@ -171,7 +189,7 @@ pub(crate) fn fan_out(
 ) -> Result<(), Failure> {
     let codec: Codec = fan.codec;
     let (payload, _) = sizes(cell)?;
-    let role = PeerRole::Subscriber {
+    let role = Role::Subscriber {
         seed: cell.seed,
         payload,
     };
@@ -288,7 +306,7 @@ pub(crate) fn fan_in(
     let codec: Codec = fan.codec;
     let (payload, max_message) = sizes(cell)?;
     let total = total_frames(cell)?;
-    let publisher = |source: u32| PeerRole::Publisher {
+    let publisher = |source: u32| Role::Publisher {
         seed: cell.seed,
         payload,
         source,
@@ -401,8 +419,34 @@ pub(crate) fn fan_in(
     Ok(())
 }
 
+/// The peer's side: the part its role gives it, with the cell's codec.
+pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
+    let mut channel = config.connect()?;
+    let role: Role = config.role()?;
+    let Some(codec) = config.codec else {
+        return Err(format!("role {role:?} needs a codec"));
+    };
+    match role {
+        Role::Subscriber { seed, payload } => {
+            subscribe(channel.as_mut(), config, codec, seed, payload)
+        }
+        Role::Publisher {
+            seed,
+            payload,
+            source,
+            frames,
+        } => publish(
+            channel.as_mut(),
+            config,
+            codec,
+            (seed, payload, source),
+            frames,
+        ),
+    }
+}
+
 /// Fan-out subscriber: check each frame, acknowledge it with its one-way latency.
-pub(crate) fn subscribe(
+fn subscribe(
     channel: &mut dyn Channel,
     config: &PeerConfig,
     codec: Codec,
@@ -449,7 +493,7 @@ pub(crate) fn subscribe(
 }
 
 /// Fan-in publisher: stream stamped frames as fast as the channel takes them.
-pub(crate) fn publish(
+fn publish(
     channel: &mut dyn Channel,
     config: &PeerConfig,
     codec: Codec,

@@ -7,7 +7,7 @@ use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
 use crate::failure::{expect_clean_exit, setup_failure};
 use crate::fault::Fault;
-use crate::peer::{before_reply, commit, PeerConfig, PeerRole};
+use crate::peer::{before_reply, commit, PeerConfig};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_results::{Failure, FailureKind};
@@ -93,7 +93,7 @@ pub(crate) fn req_rep(
         address,
         len + REPLY_SLACK,
         peer_cpu,
-        PeerRole::ZmqReply,
+        (),
         calls.timeout,
     );
     config.count = tally.peer_counting(cell.warmup);

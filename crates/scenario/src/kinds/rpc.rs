@@ -8,7 +8,7 @@ use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
 use crate::failure::{expect_clean_exit, peer_epilogue, setup_failure};
 use crate::fault::Fault;
-use crate::peer::{commit, extra_work, spin_for, PeerConfig, PeerRole};
+use crate::peer::{commit, extra_work, spin_for, PeerConfig};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use capnp::capability::{Promise, Response};
@@ -144,14 +144,7 @@ async fn connect_peer(
             )))
         }
     };
-    let mut config = options.peer_config(
-        cell,
-        address,
-        len,
-        peer_cpu,
-        PeerRole::RpcServer,
-        calls.timeout,
-    );
+    let mut config = options.peer_config(cell, address, len, peer_cpu, (), calls.timeout);
     config.count = count;
     let mut peer = options.start_peer(&config)?;
     let setup_deadline = Instant::now() + options.setup_timeout;

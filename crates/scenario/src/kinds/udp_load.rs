@@ -17,12 +17,13 @@ use crate::failure::{peer_epilogue, setup_failure};
 use crate::fault::{Fault, FaultKind};
 use crate::measure::Recorder;
 use crate::payload::pseudo_random_bytes;
-use crate::peer::{before_reply, commit, PeerConfig, PeerRole};
+use crate::peer::{before_reply, commit, PeerConfig};
 use crate::spawn::{describe, PeerProcess, GOODBYE_WITHIN};
 use crate::verify::compare;
 use ipc_matrix_results::{Failure, FailureKind, LoadStats};
 use ipc_matrix_spec::{Cell, Load as LoadSettings, LoadShape, TransportKind};
 use ipc_matrix_transport::{listen, Channel, ListenOptions};
+use serde::{Deserialize, Serialize};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -65,7 +66,7 @@ pub(crate) fn udp_load(
     )
     .map_err(|e| setup_failure(format!("opening the control channel: {e}")))?;
     let warmup_budget = warmup_budget(cell, settings.timeout)?;
-    let role = PeerRole::UdpServer {
+    let role = Server {
         threads: shape.server_threads,
     };
     let mut config =
@@ -463,13 +464,18 @@ fn stamp_of(datagram: &[u8]) -> Option<(u32, u64)> {
     })
 }
 
-/// The peer's side: announce the socket's address on the control channel, echo with
-/// `threads` threads until the goodbye, then report how many datagrams came in.
-pub(crate) fn serve(
-    control: &mut dyn Channel,
+/// The peer's part: it echoes datagrams with `threads` receiving threads; the channel it
+/// connects is the control channel.
+#[derive(Debug, Serialize, Deserialize)]
+struct Server {
     threads: u32,
-    config: &PeerConfig,
-) -> Result<(), String> {
+}
+
+/// The peer's side: announce the socket's address on the control channel, echo with the
+/// role's threads until the goodbye, then report how many datagrams came in.
+pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
+    let mut control = config.connect()?;
+    let Server { threads } = config.role()?;
     let idle = config.idle_timeout;
     let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| format!("binding: {e}"))?;
     let address = socket
