@@ -9,8 +9,8 @@ use ipc_matrix::{default_out_dir, exit_code, run_and_store, RunFolder, Stored};
 use ipc_matrix_results::{Environment, Failure, FailureKind};
 use ipc_matrix_scenario::{run_cell, Fault, FaultKind, RunOptions};
 use ipc_matrix_spec::{
-    Calls, Cell, CodecKind, Echoes, Fan, Frames, Load, LoadShape, LogSink, LogWrite, ScenarioKind,
-    Spec, TransportKind, WakeMode, Work, CELL_GROUP_FAULT,
+    Calls, Cell, ChannelKind, CodecKind, Echoes, Fan, Frames, Load, LoadShape, LogSink, LogWrite,
+    ScenarioKind, Spec, TransportKind, WakeMode, Work, CELL_GROUP_FAULT,
 };
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::{Path, PathBuf};
@@ -99,10 +99,10 @@ fn fault_trials() -> Vec<Trial> {
         (TransportKind::Shm, Some(WakeMode::BusyPoll)),
     ];
     variants.extend(
-        TransportKind::ALL
+        ChannelKind::ALL
             .into_iter()
-            .filter(|t| *t != TransportKind::Shm)
-            .map(|t| (t, None)),
+            .filter(|c| *c != ChannelKind::Shm)
+            .map(|c| (TransportKind::from(c), None)),
     );
     let mut trials = Vec::new();
     for (transport, wake) in variants {

@@ -3,6 +3,7 @@
 
 use crate::spawn::{describe, PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_results::{Failure, FailureKind};
+use ipc_matrix_spec::{Cell, ChannelKind};
 use ipc_matrix_transport::TransportError;
 use std::time::{Duration, Instant};
 
@@ -12,6 +13,19 @@ pub(crate) fn setup_failure(reason: String) -> Failure {
         round_trip: None,
         reason,
     }
+}
+
+/// The channel a cell's transport is, for a kind that opens one. matrix.yaml gives such a
+/// kind only transports that are channels (`file` is where logging cells write), so a
+/// cell that is none fails its set-up here, before anything starts.
+pub(crate) fn channel_of(cell: &Cell) -> Result<ChannelKind, Failure> {
+    cell.transport.channel().ok_or_else(|| {
+        setup_failure(format!(
+            "{} does not run over {}: it is not a channel between processes",
+            cell.kind().as_str(),
+            cell.transport
+        ))
+    })
 }
 
 /// A failure of round trip `index` of `total` (the first `warmup` are warm-up), with what

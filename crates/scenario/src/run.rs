@@ -13,7 +13,7 @@ use ipc_matrix_results::{
     CellResult, Environment, Failure, FailureKind, Outcome, Placement, Throughput,
     RESULT_SCHEMA_VERSION,
 };
-use ipc_matrix_spec::{available_memory, check_memory, Cell, LogSink, LogWrite, Work};
+use ipc_matrix_spec::{available_memory, check_memory, Cell, ChannelKind, LogSink, LogWrite, Work};
 use std::time::{Instant, SystemTime};
 
 /// Runs one cell to the end and describes what happened; never panics on a bad peer.
@@ -156,6 +156,10 @@ const STREAM_BUFFER: u64 = 64 * 1024;
 /// counted at all (the transport pauses the count while it waits), so their cells gate:
 /// three count passes of `echo::shm-busy::200B` differed by 0.15 %.
 fn counts_depend_on_timing(cell: &Cell, options: &RunOptions, lost: u64) -> bool {
+    let stream = cell
+        .transport
+        .channel()
+        .is_some_and(ChannelKind::is_byte_stream);
     lost > 0
         || matches!(
             cell.work,
@@ -165,5 +169,5 @@ fn counts_depend_on_timing(cell: &Cell, options: &RunOptions, lost: u64) -> bool
             })
         )
         || options.peer_delay_for(cell).is_some()
-        || (cell.transport.is_byte_stream() && cell.payload_bytes > STREAM_BUFFER)
+        || (stream && cell.payload_bytes > STREAM_BUFFER)
 }

@@ -36,8 +36,8 @@ pub use error::{SpecError, SpecErrors};
 pub use kinds::*;
 pub use limits::{available_memory, check_memory, mem_available};
 pub use model::{
-    CodecKind, Overrides, Profile, RegressionPolicy, Runner, Scenario, Spec, Target, TransportKind,
-    WakeMode, SCHEMA_VERSION,
+    ChannelKind, CodecKind, Overrides, Profile, RegressionPolicy, Runner, Scenario, Spec, Target,
+    TransportKind, WakeMode, SCHEMA_VERSION,
 };
 pub use seeded::{pseudo_random_bytes, splitmix64};
 pub use units::{ByteSize, Count, DurationSpec, UDP_MAX_PAYLOAD};

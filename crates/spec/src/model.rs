@@ -112,6 +112,9 @@ pub struct Overrides {
     pub duration: Option<DurationSpec>,
 }
 
+/// What a scenario runs over: the name matrix.yaml lists, cell ids carry and results
+/// store. Every transport but `file` is a channel between two processes
+/// ([`TransportKind::channel`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TransportKind {
@@ -125,19 +128,23 @@ pub enum TransportKind {
     Udp,
     /// An anonymous pipe each way, inherited by the peer process.
     Pipe,
-    /// A file in a private temporary directory: where `logging` cells write.
+    /// A file in a private temporary directory: where `logging` cells write. Not a
+    /// channel: no peer reads it.
     File,
 }
 
 impl TransportKind {
-    /// The transports that carry messages between two processes.
-    pub const ALL: [TransportKind; 5] = [
-        TransportKind::Shm,
-        TransportKind::Local,
-        TransportKind::Tcp,
-        TransportKind::Udp,
-        TransportKind::Pipe,
-    ];
+    /// The transports that are channels, in [`ChannelKind::ALL`]'s order: what `echo`
+    /// and `bulk` run over.
+    pub const CHANNELS: [TransportKind; ChannelKind::ALL.len()] = {
+        let mut out = [TransportKind::Shm; ChannelKind::ALL.len()];
+        let mut i = 0;
+        while i < out.len() {
+            out[i] = ChannelKind::ALL[i].transport();
+            i += 1;
+        }
+        out
+    };
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -150,17 +157,84 @@ impl TransportKind {
         }
     }
 
-    /// Carries a byte stream that messages are framed on (a message larger than the
-    /// kernel's buffer then takes as many reads and writes as the timing allows).
-    pub fn is_byte_stream(self) -> bool {
+    /// The channel this transport is; `None` for `file`, which carries no messages
+    /// between processes.
+    pub const fn channel(self) -> Option<ChannelKind> {
         match self {
-            TransportKind::Local | TransportKind::Tcp | TransportKind::Pipe => true,
-            TransportKind::Shm | TransportKind::Udp | TransportKind::File => false,
+            TransportKind::Shm => Some(ChannelKind::Shm),
+            TransportKind::Local => Some(ChannelKind::Local),
+            TransportKind::Tcp => Some(ChannelKind::Tcp),
+            TransportKind::Udp => Some(ChannelKind::Udp),
+            TransportKind::Pipe => Some(ChannelKind::Pipe),
+            TransportKind::File => None,
         }
     }
 }
 
 impl fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A channel that carries messages between two processes: what the transport crate
+/// opens. Each is the [`TransportKind`] of the same name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ChannelKind {
+    /// Shared memory segment (`shared_memory` crate) with a ring per direction.
+    Shm,
+    /// Local socket (`interprocess`; a Unix domain socket on Linux).
+    Local,
+    /// TCP over 127.0.0.1.
+    Tcp,
+    /// UDP over 127.0.0.1; one message per datagram.
+    Udp,
+    /// An anonymous pipe each way, inherited by the peer process.
+    Pipe,
+}
+
+impl ChannelKind {
+    /// Every channel.
+    pub const ALL: [ChannelKind; 5] = [
+        ChannelKind::Shm,
+        ChannelKind::Local,
+        ChannelKind::Tcp,
+        ChannelKind::Udp,
+        ChannelKind::Pipe,
+    ];
+
+    /// The transport of the same name.
+    pub const fn transport(self) -> TransportKind {
+        match self {
+            ChannelKind::Shm => TransportKind::Shm,
+            ChannelKind::Local => TransportKind::Local,
+            ChannelKind::Tcp => TransportKind::Tcp,
+            ChannelKind::Udp => TransportKind::Udp,
+            ChannelKind::Pipe => TransportKind::Pipe,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.transport().as_str()
+    }
+
+    /// Carries a byte stream that messages are framed on (a message larger than the
+    /// kernel's buffer then takes as many reads and writes as the timing allows).
+    pub fn is_byte_stream(self) -> bool {
+        match self {
+            ChannelKind::Local | ChannelKind::Tcp | ChannelKind::Pipe => true,
+            ChannelKind::Shm | ChannelKind::Udp => false,
+        }
+    }
+}
+
+impl From<ChannelKind> for TransportKind {
+    fn from(channel: ChannelKind) -> Self {
+        channel.transport()
+    }
+}
+
+impl fmt::Display for ChannelKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -232,5 +306,37 @@ impl CodecKind {
 impl std::fmt::Display for CodecKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every transport matrix.yaml accepts is the channel of its name, `file` alone
+    /// excepted, and `ChannelKind::ALL` lists each channel once.
+    #[test]
+    fn every_transport_but_file_is_a_listed_channel() {
+        let refused = serde_json::from_str::<TransportKind>("\"?\"").unwrap_err();
+        let accepted: Vec<TransportKind> = refused
+            .to_string()
+            .split('`')
+            .skip(3)
+            .step_by(2)
+            .map(|name| serde_json::from_str(&format!("\"{name}\"")).unwrap())
+            .collect();
+        assert!(accepted.contains(&TransportKind::File), "{refused}");
+        let channels: Vec<ChannelKind> = accepted.iter().filter_map(|t| t.channel()).collect();
+        assert_eq!(channels, ChannelKind::ALL, "{refused}");
+        assert_eq!(channels.len() + 1, accepted.len());
+        for channel in ChannelKind::ALL {
+            let transport = TransportKind::from(channel);
+            assert_eq!(transport.channel(), Some(channel));
+            assert_eq!(transport.as_str(), channel.as_str());
+        }
+        assert_eq!(
+            TransportKind::CHANNELS,
+            ChannelKind::ALL.map(TransportKind::from)
+        );
     }
 }

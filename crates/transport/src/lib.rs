@@ -20,7 +20,7 @@ pub use cleanup::{
     remove_stale_artifacts, remove_stale_artifacts_in, unnamed_file, PrivateDir, ARTIFACT_PREFIX,
 };
 pub use error::TransportError;
-pub use ipc_matrix_spec::{TransportKind, WakeMode};
+pub use ipc_matrix_spec::{ChannelKind, WakeMode};
 pub use platform::{allowed_cpus, die_with_parent, process_alive, set_thread_cpus};
 
 use serde::{Deserialize, Serialize};
@@ -94,15 +94,13 @@ pub enum SocketKind {
 }
 
 impl SocketKind {
-    /// The socket `kind` stands for; `None` for transports that are not sockets a stack
-    /// can bind (each listed here, so a new transport decides).
-    pub fn of(kind: TransportKind) -> Option<SocketKind> {
+    /// The socket `kind` stands for; `None` for channels that are not sockets a stack
+    /// can bind (each listed here, so a new channel decides).
+    pub fn of(kind: ChannelKind) -> Option<SocketKind> {
         match kind {
-            TransportKind::Tcp => Some(SocketKind::Tcp),
-            TransportKind::Local => Some(SocketKind::Unix),
-            TransportKind::Shm | TransportKind::Udp | TransportKind::Pipe | TransportKind::File => {
-                None
-            }
+            ChannelKind::Tcp => Some(SocketKind::Tcp),
+            ChannelKind::Local => Some(SocketKind::Unix),
+            ChannelKind::Shm | ChannelKind::Udp | ChannelKind::Pipe => None,
         }
     }
 }
@@ -149,26 +147,18 @@ pub struct ListenOptions {
 
 /// Opens the measuring side of a channel of `kind`.
 pub fn listen(
-    kind: TransportKind,
+    kind: ChannelKind,
     options: ListenOptions,
 ) -> Result<Box<dyn Acceptor>, TransportError> {
     Ok(match kind {
-        TransportKind::Shm => Box::new(shm::ShmAcceptor::create(
+        ChannelKind::Shm => Box::new(shm::ShmAcceptor::create(
             options.wake.unwrap_or(WakeMode::Blocking),
             options.max_message,
         )?),
-        TransportKind::Local => Box::new(local::LocalAcceptor::bind()?),
-        TransportKind::Tcp => Box::new(tcp::TcpAcceptor::bind()?),
-        TransportKind::Udp => Box::new(udp::UdpAcceptor::bind()?),
-        TransportKind::Pipe => Box::new(pipe::PipeAcceptor::create()?),
-        TransportKind::File => {
-            return Err(TransportError::io("opening a channel")(
-                std::io::Error::new(
-                    std::io::ErrorKind::Unsupported,
-                    "`file` is where logging cells write, not a channel between processes",
-                ),
-            ))
-        }
+        ChannelKind::Local => Box::new(local::LocalAcceptor::bind()?),
+        ChannelKind::Tcp => Box::new(tcp::TcpAcceptor::bind()?),
+        ChannelKind::Udp => Box::new(udp::UdpAcceptor::bind()?),
+        ChannelKind::Pipe => Box::new(pipe::PipeAcceptor::create()?),
     })
 }
 

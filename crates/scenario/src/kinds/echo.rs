@@ -5,7 +5,9 @@
 use crate::codec_work::FRAME_SLACK;
 use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
-use crate::failure::{expect_clean_exit, peer_epilogue, setup_failure, transport_failure_kind};
+use crate::failure::{
+    channel_of, expect_clean_exit, peer_epilogue, setup_failure, transport_failure_kind,
+};
 use crate::peer::{before_reply, commit, PeerConfig};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
@@ -36,14 +38,15 @@ pub(crate) fn echo(
     // A frame is its payload plus some structure; echo messages are the payload exactly.
     let max_message = len + codec.map_or(0, |_| FRAME_SLACK);
     let limit = max_message + REPLY_SLACK;
+    let kind = channel_of(cell)?;
     let acceptor = listen(
-        cell.transport,
+        kind,
         ListenOptions {
             wake: cell.wake,
             max_message,
         },
     )
-    .map_err(|e| setup_failure(format!("opening the {} channel: {e}", cell.transport)))?;
+    .map_err(|e| setup_failure(format!("opening the {kind} channel: {e}")))?;
     let mut config = options.peer_config(
         cell,
         acceptor.address(),

@@ -15,7 +15,7 @@
 use crate::codec_work::FRAME_SLACK;
 use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
-use crate::failure::{peer_epilogue, setup_failure, transport_failure_kind};
+use crate::failure::{channel_of, peer_epilogue, setup_failure, transport_failure_kind};
 use crate::peer::{commit, monotonic_ns, PeerConfig, ACK_BYTES};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_codec::{Codec, FrameCodec, SensorFrame};
@@ -84,16 +84,17 @@ fn link(
 ) -> Result<Vec<Linked>, Failure> {
     tally.count_per_window = true;
     let (_, max_message) = sizes(cell)?;
+    let kind = channel_of(cell)?;
     let mut linked = Vec::new();
     for role in roles {
         let acceptor = listen(
-            cell.transport,
+            kind,
             ListenOptions {
                 wake: cell.wake,
                 max_message: max_message.max(ACK_BYTES),
             },
         )
-        .map_err(|e| setup_failure(format!("opening the {} channel: {e}", cell.transport)))?;
+        .map_err(|e| setup_failure(format!("opening the {kind} channel: {e}")))?;
         // Publishers and subscribers ignore the reply delay; each peer's error names its index.
         let mut config = options.peer_config(
             cell,

@@ -53,7 +53,7 @@ pub(crate) fn req_rep(
         .map_err(|e| zmq_setup("setting socket options", e))?;
     // Holds the IPC socket file until the peer has connected (its first reply).
     let mut private_dir = None;
-    let address = match SocketKind::of(cell.transport) {
+    let address = match cell.transport.channel().and_then(SocketKind::of) {
         Some(SocketKind::Tcp) => {
             socket
                 .bind("tcp://127.0.0.1:*")

@@ -122,7 +122,7 @@ async fn connect_peer(
     let listen_failure = |e: std::io::Error| setup_failure(format!("opening the listener: {e}"));
     // Holds the socket file of a local listener; removed once the peer is connected.
     let mut private_dir = None;
-    let (listener, address) = match SocketKind::of(cell.transport) {
+    let (listener, address) = match cell.transport.channel().and_then(SocketKind::of) {
         Some(SocketKind::Tcp) => {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
                 .await

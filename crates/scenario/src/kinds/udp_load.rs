@@ -21,7 +21,7 @@ use crate::peer::{before_reply, commit, PeerConfig};
 use crate::spawn::{describe, PeerProcess, GOODBYE_WITHIN};
 use crate::verify::compare;
 use ipc_matrix_results::{Failure, FailureKind, LoadStats};
-use ipc_matrix_spec::{Cell, Load as LoadSettings, LoadShape, TransportKind};
+use ipc_matrix_spec::{Cell, ChannelKind, Load as LoadSettings, LoadShape};
 use ipc_matrix_transport::{listen, Channel, ListenOptions};
 use serde::{Deserialize, Serialize};
 use std::io;
@@ -58,7 +58,7 @@ pub(crate) fn udp_load(
     let shape = settings.shape;
     let len = cell.payload_bytes as usize;
     let control = listen(
-        TransportKind::Local,
+        ChannelKind::Local,
         ListenOptions {
             wake: None,
             max_message: 64,

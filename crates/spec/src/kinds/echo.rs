@@ -28,8 +28,8 @@ pub(crate) struct Bulk;
 const fn about(name: &'static str) -> About {
     About {
         name,
-        // Every transport that carries messages between two processes.
-        transports: &TransportKind::ALL,
+        // Every channel: every transport that carries messages between two processes.
+        transports: &TransportKind::CHANNELS,
         keys: &["timeout", "max_loss"],
         max_payload: MAX_PAYLOAD,
         over_max_payload: OverMaxPayload::Carried,

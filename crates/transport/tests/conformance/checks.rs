@@ -11,20 +11,20 @@ use crate::support::{
     bytes, compare, index_of, limit_of, ordered, HandMadeSegment, Peer, OP, PROMPT, SETUP,
 };
 use ipc_matrix_transport::{
-    listen, Channel, ListenOptions, PeerAddress, TransportError, TransportKind, WakeMode,
+    listen, Channel, ChannelKind, ListenOptions, PeerAddress, TransportError, WakeMode,
 };
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Subject {
     pub name: &'static str,
-    pub kind: TransportKind,
+    pub kind: ChannelKind,
     pub wake: Option<WakeMode>,
 }
 
 impl Subject {
     fn lossy(self) -> bool {
-        self.kind == TransportKind::Udp
+        self.kind == ChannelKind::Udp
     }
 
     fn limit(self) -> usize {
@@ -36,32 +36,32 @@ impl Subject {
 pub const SUBJECTS: &[Subject] = &[
     Subject {
         name: "shm-blocking",
-        kind: TransportKind::Shm,
+        kind: ChannelKind::Shm,
         wake: Some(WakeMode::Blocking),
     },
     Subject {
         name: "shm-busy",
-        kind: TransportKind::Shm,
+        kind: ChannelKind::Shm,
         wake: Some(WakeMode::BusyPoll),
     },
     Subject {
         name: "local",
-        kind: TransportKind::Local,
+        kind: ChannelKind::Local,
         wake: None,
     },
     Subject {
         name: "tcp",
-        kind: TransportKind::Tcp,
+        kind: ChannelKind::Tcp,
         wake: None,
     },
     Subject {
         name: "udp",
-        kind: TransportKind::Udp,
+        kind: ChannelKind::Udp,
         wake: None,
     },
     Subject {
         name: "pipe",
-        kind: TransportKind::Pipe,
+        kind: ChannelKind::Pipe,
         wake: None,
     },
 ];
@@ -77,7 +77,7 @@ fn always(_: Subject) -> bool {
 }
 
 fn shm_only(subject: Subject) -> bool {
-    subject.kind == TransportKind::Shm
+    subject.kind == ChannelKind::Shm
 }
 
 pub const CHECKS: &[Check] = &[
@@ -444,8 +444,8 @@ fn oversized_refused(subject: Subject) -> Result<(), String> {
         &buf,
     )?;
     let expected = match subject.kind {
-        TransportKind::Shm | TransportKind::Udp => LIE_LIMIT as u64 + 1,
-        _ => LIE_ANNOUNCED,
+        ChannelKind::Shm | ChannelKind::Udp => LIE_LIMIT as u64 + 1,
+        ChannelKind::Local | ChannelKind::Tcp | ChannelKind::Pipe => LIE_ANNOUNCED,
     };
     let mut fresh = Vec::new();
     match channel.recv(&mut fresh, LIE_LIMIT, Instant::now() + OP) {

@@ -1,7 +1,7 @@
 //! What the checks share: deterministic message bytes, whole-message comparison, the peer
 //! process (this same binary, started again), and segments with hand-written headers.
 
-use ipc_matrix_transport::{PeerAddress, TransportKind};
+use ipc_matrix_transport::{ChannelKind, PeerAddress};
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
@@ -30,21 +30,21 @@ pub const PROMPT: Duration = Duration::from_secs(2);
 pub const PEER_IDLE: Duration = Duration::from_secs(60);
 
 /// The limit a channel of this transport is checked against.
-pub fn limit_of(kind: TransportKind) -> usize {
+pub fn limit_of(kind: ChannelKind) -> usize {
     match kind {
-        TransportKind::Udp => UDP_LIMIT,
-        _ => LIMIT,
+        ChannelKind::Udp => UDP_LIMIT,
+        ChannelKind::Shm | ChannelKind::Local | ChannelKind::Tcp | ChannelKind::Pipe => LIMIT,
     }
 }
 
 /// The transport an address belongs to.
-pub fn kind_of(address: &PeerAddress) -> TransportKind {
+pub fn kind_of(address: &PeerAddress) -> ChannelKind {
     match address {
-        PeerAddress::Shm { .. } => TransportKind::Shm,
-        PeerAddress::Local { .. } => TransportKind::Local,
-        PeerAddress::Tcp { .. } => TransportKind::Tcp,
-        PeerAddress::Udp { .. } => TransportKind::Udp,
-        PeerAddress::Pipe { .. } => TransportKind::Pipe,
+        PeerAddress::Shm { .. } => ChannelKind::Shm,
+        PeerAddress::Local { .. } => ChannelKind::Local,
+        PeerAddress::Tcp { .. } => ChannelKind::Tcp,
+        PeerAddress::Udp { .. } => ChannelKind::Udp,
+        PeerAddress::Pipe { .. } => ChannelKind::Pipe,
     }
 }
 
