@@ -113,6 +113,41 @@ pub enum SocketEndpoint {
 }
 
 impl PeerAddress {
+    /// The channel this address belongs to.
+    pub fn channel(&self) -> ChannelKind {
+        match self {
+            PeerAddress::Shm { .. } => ChannelKind::Shm,
+            PeerAddress::Local { .. } => ChannelKind::Local,
+            PeerAddress::Tcp { .. } => ChannelKind::Tcp,
+            PeerAddress::Udp { .. } => ChannelKind::Udp,
+            PeerAddress::Pipe { .. } => ChannelKind::Pipe,
+        }
+    }
+
+    /// The bare byte stream under a stream channel's framing, written by hand: for a peer
+    /// that tests the framing with bytes no [`Channel`] would send (a lying length
+    /// prefix). `None` for channels that are not byte streams.
+    pub fn connect_unframed(
+        &self,
+        deadline: Instant,
+    ) -> Option<std::io::Result<Box<dyn std::io::Write>>> {
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        let stream: std::io::Result<Box<dyn std::io::Write>> = match self {
+            PeerAddress::Tcp { addr } => std::net::TcpStream::connect_timeout(addr, timeout)
+                .map(|s| Box::new(s) as Box<dyn std::io::Write>),
+            PeerAddress::Local { path } => std::os::unix::net::UnixStream::connect(path)
+                .map(|s| Box::new(s) as Box<dyn std::io::Write>),
+            PeerAddress::Pipe { write_fd, .. } => {
+                use std::os::fd::FromRawFd;
+                // SAFETY: the descriptor was inherited for this process, which gives it
+                // up to the returned stream and uses it nowhere else.
+                Ok(Box::new(unsafe { std::fs::File::from_raw_fd(*write_fd) }))
+            }
+            PeerAddress::Shm { .. } | PeerAddress::Udp { .. } => return None,
+        };
+        Some(stream)
+    }
+
     /// The socket this address names, for stacks that open their own sockets; `None`
     /// for transports that are not such sockets.
     pub fn socket(&self) -> Option<SocketEndpoint> {

@@ -17,12 +17,20 @@ use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Subject {
-    pub name: &'static str,
     pub kind: ChannelKind,
     pub wake: Option<WakeMode>,
 }
 
 impl Subject {
+    /// `shm-blocking`, `shm-busy`, or the transport's name.
+    pub fn name(self) -> String {
+        match self.wake {
+            Some(WakeMode::Blocking) => format!("{}-blocking", self.kind),
+            Some(WakeMode::BusyPoll) => format!("{}-busy", self.kind),
+            None => self.kind.to_string(),
+        }
+    }
+
     fn lossy(self) -> bool {
         self.kind == ChannelKind::Udp
     }
@@ -32,39 +40,24 @@ impl Subject {
     }
 }
 
-/// Every transport and wake mode the contract is checked for.
-pub const SUBJECTS: &[Subject] = &[
-    Subject {
-        name: "shm-blocking",
-        kind: ChannelKind::Shm,
-        wake: Some(WakeMode::Blocking),
-    },
-    Subject {
-        name: "shm-busy",
-        kind: ChannelKind::Shm,
-        wake: Some(WakeMode::BusyPoll),
-    },
-    Subject {
-        name: "local",
-        kind: ChannelKind::Local,
-        wake: None,
-    },
-    Subject {
-        name: "tcp",
-        kind: ChannelKind::Tcp,
-        wake: None,
-    },
-    Subject {
-        name: "udp",
-        kind: ChannelKind::Udp,
-        wake: None,
-    },
-    Subject {
-        name: "pipe",
-        kind: ChannelKind::Pipe,
-        wake: None,
-    },
-];
+/// Every transport and wake mode the contract is checked for: every channel, shared
+/// memory in each of its wake modes.
+pub fn subjects() -> Vec<Subject> {
+    let mut subjects = Vec::new();
+    for kind in ChannelKind::ALL {
+        if kind == ChannelKind::Shm {
+            for wake in [WakeMode::Blocking, WakeMode::BusyPoll] {
+                subjects.push(Subject {
+                    kind,
+                    wake: Some(wake),
+                });
+            }
+        } else {
+            subjects.push(Subject { kind, wake: None });
+        }
+    }
+    subjects
+}
 
 pub struct Check {
     pub name: &'static str,
@@ -443,9 +436,12 @@ fn oversized_refused(subject: Subject) -> Result<(), String> {
         &bytes(LIE_SEED, LIE_LIMIT),
         &buf,
     )?;
-    let expected = match subject.kind {
-        ChannelKind::Shm | ChannelKind::Udp => LIE_LIMIT as u64 + 1,
-        ChannelKind::Local | ChannelKind::Tcp | ChannelKind::Pipe => LIE_ANNOUNCED,
+    // A stream reports the length its header announced; a message transport, the
+    // length of the message it refused.
+    let expected = if subject.kind.is_byte_stream() {
+        LIE_ANNOUNCED
+    } else {
+        LIE_LIMIT as u64 + 1
     };
     let mut fresh = Vec::new();
     match channel.recv(&mut fresh, LIE_LIMIT, Instant::now() + OP) {

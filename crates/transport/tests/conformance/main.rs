@@ -1,5 +1,5 @@
 //! The `Channel` contract, written once (`checks.rs`) and run for every transport and wake
-//! mode (`checks::SUBJECTS`): one test `<subject>::<check>` each, against a peer that is a
+//! mode (`checks::subjects`): one test `<subject>::<check>` each, against a peer that is a
 //! real separate process (`peer.rs`: this binary, started again with a role in its
 //! environment, through `IPC_MATRIX_PEER_RUNNER` under QEMU). Every blocking call has a
 //! deadline, and every peer gives up on its own: no test can hang.
@@ -16,11 +16,11 @@ fn main() {
     }
     let args = Arguments::from_args();
     let mut trials = Vec::new();
-    for &subject in checks::SUBJECTS {
+    for subject in checks::subjects() {
         for check in checks::CHECKS.iter().filter(|c| (c.applies)(subject)) {
             let run = check.run;
             trials.push(Trial::test(
-                format!("{}::{}", subject.name, check.name),
+                format!("{}::{}", subject.name(), check.name),
                 move || run(subject).map_err(Into::into),
             ));
         }

@@ -3,7 +3,7 @@
 //! PEER_IDLE), and dies with its parent.
 
 use crate::support::{
-    bytes, compare, kind_of, limit_of, ordered, PEER_ADDRESS_ENV, PEER_IDLE, PEER_PARENT_ENV, SETUP,
+    bytes, compare, limit_of, ordered, PEER_ADDRESS_ENV, PEER_IDLE, PEER_PARENT_ENV, SETUP,
 };
 use ipc_matrix_transport::{connect, die_with_parent, Channel, PeerAddress, TransportError};
 use std::io::Write;
@@ -42,8 +42,8 @@ fn run(role: &str) -> Result<(), String> {
         &std::env::var(PEER_ADDRESS_ENV).map_err(|_| "no address in the environment")?,
     )
     .map_err(|e| format!("reading the address: {e}"))?;
-    let limit = limit_of(kind_of(&address));
-    if role == "liar" && !matches!(address, PeerAddress::Shm { .. } | PeerAddress::Udp { .. }) {
+    let limit = limit_of(address.channel());
+    if role == "liar" && address.channel().is_byte_stream() {
         return lie_on_the_wire(&address);
     }
     let mut channel = connect(&address, Instant::now() + SETUP).map_err(|e| e.to_string())?;
@@ -132,20 +132,10 @@ fn lie_on_the_wire(address: &PeerAddress) -> Result<(), String> {
     wire.extend_from_slice(&bytes(LIE_SEED, LIE_LIMIT));
     wire.extend_from_slice(&LIE_ANNOUNCED.to_le_bytes());
     wire.extend_from_slice(&bytes(LIE_SEED + 2, 64));
-    let mut stream: Box<dyn Write> = match address {
-        PeerAddress::Tcp { addr } => {
-            Box::new(std::net::TcpStream::connect_timeout(addr, SETUP).map_err(|e| e.to_string())?)
-        }
-        PeerAddress::Local { path } => {
-            Box::new(std::os::unix::net::UnixStream::connect(path).map_err(|e| e.to_string())?)
-        }
-        PeerAddress::Pipe { write_fd, .. } => {
-            use std::os::fd::FromRawFd;
-            // SAFETY: the descriptor was inherited for this process, which uses it alone.
-            Box::new(unsafe { std::fs::File::from_raw_fd(*write_fd) })
-        }
-        PeerAddress::Shm { .. } | PeerAddress::Udp { .. } => return Err("not a byte stream".into()),
-    };
+    let mut stream = address
+        .connect_unframed(Instant::now() + SETUP)
+        .ok_or("not a byte stream")?
+        .map_err(|e| e.to_string())?;
     stream.write_all(&wire).map_err(|e| e.to_string())?;
     stream.flush().map_err(|e| e.to_string())?;
     // Keep the stream open until the measuring side has read what it needs and is gone.

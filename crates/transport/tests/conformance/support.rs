@@ -29,22 +29,13 @@ pub const PROMPT: Duration = Duration::from_secs(2);
 /// A peer waiting for something that never comes gives up after this long.
 pub const PEER_IDLE: Duration = Duration::from_secs(60);
 
-/// The limit a channel of this transport is checked against.
+/// The limit a channel of this transport is checked against: a datagram's for UDP, one
+/// limit for every other channel.
 pub fn limit_of(kind: ChannelKind) -> usize {
-    match kind {
-        ChannelKind::Udp => UDP_LIMIT,
-        ChannelKind::Shm | ChannelKind::Local | ChannelKind::Tcp | ChannelKind::Pipe => LIMIT,
-    }
-}
-
-/// The transport an address belongs to.
-pub fn kind_of(address: &PeerAddress) -> ChannelKind {
-    match address {
-        PeerAddress::Shm { .. } => ChannelKind::Shm,
-        PeerAddress::Local { .. } => ChannelKind::Local,
-        PeerAddress::Tcp { .. } => ChannelKind::Tcp,
-        PeerAddress::Udp { .. } => ChannelKind::Udp,
-        PeerAddress::Pipe { .. } => ChannelKind::Pipe,
+    if kind == ChannelKind::Udp {
+        UDP_LIMIT
+    } else {
+        LIMIT
     }
 }
 
