@@ -196,9 +196,15 @@ impl Acceptor for ShmAcceptor {
         peer: u32,
         deadline: Instant,
     ) -> Result<Box<dyn Channel>, TransportError> {
-        while self.header().attached.load(Ordering::Acquire) == 0 {
+        loop {
+            // Alive first, attached second: a peer that attached and exited in between
+            // has attached (its messages are in the rings, its death shows later).
+            let alive = ensure_alive(peer, "before it mapped the segment");
+            if self.header().attached.load(Ordering::Acquire) != 0 {
+                break;
+            }
+            alive?;
             let wait = remaining(deadline, "attachment of the peer to the segment")?;
-            ensure_alive(peer, "before it mapped the segment")?;
             futex_wait(&self.header().attached, 0, wait.min(LIVENESS_PERIOD));
         }
         // Both sides have it mapped: unlink now, so a crash of either leaves nothing.
@@ -364,11 +370,17 @@ impl ShmChannel {
         // The clock is read only once waiting has begun: a reply that is already there
         // costs no clock reads (each is tens of nanoseconds in a VM).
         let mut next_liveness_check: Option<Instant> = None;
+        // The other side found gone, reported only after one more look at the counter:
+        // what it published before it exited still counts.
+        let mut gone: Option<TransportError> = None;
         let mut spins = 0u32;
         loop {
             let value = counter.value.load(Ordering::Acquire);
             if ready(value) {
                 return Ok(value);
+            }
+            if let Some(e) = gone.take() {
+                return Err(e);
             }
             match self.wake {
                 WakeMode::BusyPoll => {
@@ -392,7 +404,7 @@ impl ShmChannel {
             remaining(deadline, what)?;
             let check_at = *next_liveness_check.get_or_insert(now + LIVENESS_PERIOD);
             if now >= check_at {
-                ensure_alive(self.other_pid, "while waiting")?;
+                gone = ensure_alive(self.other_pid, "while waiting").err();
                 next_liveness_check = Some(now + LIVENESS_PERIOD);
             }
         }
@@ -515,6 +527,7 @@ impl Channel for ShmChannel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::platform::process_alive;
 
     /// A segment of `len` bytes named like ours, holding a header written by hand: what a
     /// hostile or corrupted creator could leave. Unlinked when dropped.
@@ -623,6 +636,89 @@ mod tests {
         let big = Layout::new(MAX_SLOT, SLOTS).unwrap();
         assert_eq!(big.len, SLOTS_AT + 2 * SLOTS as usize * (MAX_SLOT + 64));
         assert_eq!(big.slot_offset(1, 7) + big.stride, big.len);
+    }
+
+    /// A child process that exits by itself after `seconds`, not reaped: a zombie counts
+    /// as gone.
+    fn short_lived(seconds: &str) -> std::process::Child {
+        std::process::Command::new("sleep")
+            .arg(seconds)
+            .spawn()
+            .expect("starting sleep")
+    }
+
+    /// The two ends of one segment, both in this process.
+    fn both_ends(wake: WakeMode) -> (Box<dyn Channel>, ShmChannel) {
+        let acceptor = ShmAcceptor::create(wake, 4096).unwrap();
+        let PeerAddress::Shm { os_id, .. } = acceptor.address() else {
+            unreachable!()
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let peer = attach(&os_id, wake, deadline).unwrap();
+        let owner = Box::new(acceptor).accept(current_pid(), deadline).unwrap();
+        (owner, peer)
+    }
+
+    /// The other side publishes, then exits, while this side sleeps between two looks: the
+    /// liveness check that finds it gone comes before the next look at the counter, and
+    /// what it published must still be taken, not reported as a dead peer.
+    #[test]
+    fn what_a_peer_published_before_it_exited_is_taken() {
+        let (_owner, mut peer) = both_ends(WakeMode::Blocking);
+        let mut child = short_lived("0.15");
+        peer.other_pid = child.id();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let head = &peer.ring(peer.rx).head;
+        // "Published" the moment the child is gone.
+        let result = peer.wait_for(head, |_| !process_alive(child.id()), deadline, "test");
+        child.wait().unwrap();
+        assert_eq!(result.ok(), Some(0));
+        peer.other_pid = current_pid();
+    }
+
+    /// Nothing published and the other side gone: PeerGone, within a liveness period or
+    /// two, however far the deadline.
+    #[test]
+    fn a_dead_peer_with_nothing_published_is_gone() {
+        let (_owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        let mut child = short_lived("0");
+        child.wait().unwrap();
+        peer.other_pid = child.id();
+        let start = Instant::now();
+        let head = &peer.ring(peer.rx).head;
+        let result = peer.wait_for(head, |_| false, start + Duration::from_secs(30), "test");
+        assert!(
+            matches!(result, Err(TransportError::PeerGone(_))),
+            "{result:?}"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    /// A peer that attached and exited before the measuring side looked has attached; one
+    /// that never attached and is gone is refused at once.
+    #[test]
+    fn accept_takes_a_peer_that_attached_and_exited() {
+        let mut child = short_lived("0");
+        child.wait().unwrap();
+        let dead = child.id();
+        let acceptor = ShmAcceptor::create(WakeMode::Blocking, 4096).unwrap();
+        acceptor.header().attached.store(1, Ordering::SeqCst);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        assert!(Box::new(acceptor).accept(dead, deadline).is_ok());
+        let acceptor = ShmAcceptor::create(WakeMode::Blocking, 4096).unwrap();
+        let start = Instant::now();
+        match Box::new(acceptor).accept(dead, start + Duration::from_secs(30)) {
+            Err(TransportError::PeerGone(why)) => {
+                assert!(why.contains("before it mapped the segment"), "{why}")
+            }
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("accepted a peer that never attached"),
+        }
+        assert!(start.elapsed() < Duration::from_secs(2));
     }
 
     mod properties {
