@@ -522,6 +522,10 @@ impl Channel for ShmChannel {
             }
         }
     }
+
+    fn chunk_size(&self) -> Option<usize> {
+        Some(self.layout.slot_size)
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use crate::codec_work::FRAME_SLACK;
 use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
 use crate::failure::{expect_clean_exit, peer_epilogue, setup_failure, transport_failure_kind};
-use crate::peer::{before_reply, commit, PeerConfig, PeerRole};
+use crate::peer::{before_reply, PeerConfig, PeerRole};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_codec::FrameCodec;
@@ -147,7 +147,7 @@ pub(crate) fn serve(channel: &mut dyn Channel, config: &PeerConfig) -> Result<()
         }
         before_reply(config);
         if let Some(fault) = config.fault.filter(|f| f.at == index) {
-            commit(fault.kind, &mut message);
+            fault.commit(&mut message, channel.chunk_size())?;
         }
         channel
             .send(&message, deadline)
