@@ -73,18 +73,17 @@ pub fn compare(expected: &[u8], actual: &[u8]) -> Result<(), Mismatch> {
     })
 }
 
-/// Finds the first differing offset with block compares (memcmp) and a short scan.
+/// Finds the first differing offset with block compares (memcmp) and a short scan of the
+/// first block that differs.
 fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
     const BLOCK: usize = 4096;
-    let mut start = 0;
-    while start < a.len() {
-        let end = (start + BLOCK).min(a.len());
-        if a[start..end] != b[start..end] {
-            return (start..end).find(|&i| a[i] != b[i]);
-        }
-        start = end;
-    }
-    None
+    let (block, (x, y)) = a
+        .chunks(BLOCK)
+        .zip(b.chunks(BLOCK))
+        .enumerate()
+        .find(|(_, (x, y))| x != y)?;
+    let within = x.iter().zip(y).position(|(p, q)| p != q)?;
+    Some(block * BLOCK + within)
 }
 
 fn hex(bytes: &[u8]) -> String {
