@@ -291,6 +291,30 @@ fn checked_layout(slot_size: u32, slots: u32, real_len: usize) -> Result<Layout,
     Ok(layout)
 }
 
+/// Whether a spinning waiter looks at the clock (its deadline, the other side's liveness)
+/// after `spins` spins: every SPINS_PER_CHECK. Looking more often only costs time.
+fn time_to_look(spins: u32) -> bool {
+    spins.is_multiple_of(SPINS_PER_CHECK)
+}
+
+/// When a waiter looks whether the other process still lives: LIVENESS_PERIOD after it
+/// began to wait, then every LIVENESS_PERIOD. Looking more often only costs time.
+#[derive(Default)]
+struct LivenessChecks {
+    next: Option<Instant>,
+}
+
+impl LivenessChecks {
+    fn due(&mut self, now: Instant) -> bool {
+        let at = *self.next.get_or_insert(now + LIVENESS_PERIOD);
+        if now < at {
+            return false;
+        }
+        self.next = Some(now + LIVENESS_PERIOD);
+        true
+    }
+}
+
 pub struct ShmChannel {
     shm: Shmem,
     wake: WakeMode,
@@ -369,7 +393,7 @@ impl ShmChannel {
         let _waiting = ipc_matrix_count_window::pause();
         // The clock is read only once waiting has begun: a reply that is already there
         // costs no clock reads (each is tens of nanoseconds in a VM).
-        let mut next_liveness_check: Option<Instant> = None;
+        let mut liveness = LivenessChecks::default();
         // The other side found gone, reported only after one more look at the counter:
         // what it published before it exited still counts.
         let mut gone: Option<TransportError> = None;
@@ -386,7 +410,7 @@ impl ShmChannel {
                 WakeMode::BusyPoll => {
                     std::hint::spin_loop();
                     spins = spins.wrapping_add(1);
-                    if !spins.is_multiple_of(SPINS_PER_CHECK) {
+                    if !time_to_look(spins) {
                         continue;
                     }
                 }
@@ -402,10 +426,8 @@ impl ShmChannel {
             }
             let now = Instant::now();
             remaining(deadline, what)?;
-            let check_at = *next_liveness_check.get_or_insert(now + LIVENESS_PERIOD);
-            if now >= check_at {
+            if liveness.due(now) {
                 gone = ensure_alive(self.other_pid, "while waiting").err();
-                next_liveness_check = Some(now + LIVENESS_PERIOD);
             }
         }
     }
@@ -700,6 +722,112 @@ mod tests {
             "{:?}",
             start.elapsed()
         );
+    }
+
+    /// Writes a chunk header (the chunk's length and the whole message's) into slot
+    /// `index` of the ring `peer` receives on, as its other side would, and publishes it.
+    fn forge_chunk(peer: &ShmChannel, index: u32, chunk: u32, announced: u64) {
+        let slot = peer.slot(peer.rx, index);
+        // SAFETY: the slot is inside the mapping and nobody else writes it.
+        unsafe {
+            slot.cast::<u32>().write(chunk);
+            slot.add(8).cast::<u64>().write(announced);
+        }
+        peer.ring(peer.rx)
+            .head
+            .value
+            .store(index + 1, Ordering::Release);
+    }
+
+    fn receive(peer: &mut ShmChannel, limit: usize) -> Result<Vec<u8>, TransportError> {
+        let mut buf = Vec::new();
+        peer.recv(&mut buf, limit, Instant::now() + Duration::from_secs(2))
+            .map(|()| buf)
+    }
+
+    /// A message of 4 KiB slots is carried in chunks of one slot.
+    #[test]
+    fn a_channel_tells_its_chunk_size() {
+        let (owner, peer) = both_ends(WakeMode::Blocking);
+        assert_eq!(peer.chunk_size(), Some(4096));
+        assert_eq!(owner.chunk_size(), Some(4096));
+        let acceptor = ShmAcceptor::create(WakeMode::BusyPoll, 3 << 20).unwrap();
+        assert_eq!(acceptor.layout.slot_size, MAX_SLOT);
+        let acceptor = ShmAcceptor::create(WakeMode::BusyPoll, 5000).unwrap();
+        assert_eq!(acceptor.layout.slot_size, 5056);
+    }
+
+    /// What a hostile or broken other side may write into the chunk headers: a chunk
+    /// longer than a slot, a chunk longer than what is left of its message, a chunk that
+    /// announces another message. Each is refused as corrupt, never read.
+    #[test]
+    fn chunks_that_do_not_fit_their_slot_or_message_are_refused() {
+        let limit = 4 * 4096;
+        // Longer than a slot, though the message would hold it.
+        let (_owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        forge_chunk(&peer, 0, 4097, 3 * 4096);
+        match receive(&mut peer, limit) {
+            Err(TransportError::Corrupt(why)) => assert_eq!(
+                why,
+                "a 4097-byte chunk does not fit (slot 4096 bytes, 0 of 12288 received)"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // Within a slot, but longer than the message.
+        let (_owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        forge_chunk(&peer, 0, 200, 100);
+        match receive(&mut peer, limit) {
+            Err(TransportError::Corrupt(why)) => assert_eq!(
+                why,
+                "a 200-byte chunk does not fit (slot 4096 bytes, 0 of 100 received)"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // Longer than what the first chunk left.
+        let (_owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        forge_chunk(&peer, 0, 4096, 5000);
+        forge_chunk(&peer, 1, 4096, 5000);
+        match receive(&mut peer, limit) {
+            Err(TransportError::Corrupt(why)) => assert_eq!(
+                why,
+                "a 4096-byte chunk does not fit (slot 4096 bytes, 4096 of 5000 received)"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // A second chunk that belongs to another message.
+        let (_owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        forge_chunk(&peer, 0, 4096, 8192);
+        forge_chunk(&peer, 1, 4096, 12288);
+        match receive(&mut peer, limit) {
+            Err(TransportError::Corrupt(why)) => assert_eq!(
+                why,
+                "a chunk announced a 12288-byte message inside a 8192-byte one"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // Forged the same way, two chunks that fit are one message.
+        let (_owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        forge_chunk(&peer, 0, 4096, 4196);
+        forge_chunk(&peer, 1, 100, 4196);
+        assert_eq!(receive(&mut peer, limit).unwrap().len(), 4196);
+    }
+
+    #[test]
+    fn a_spinning_waiter_looks_at_the_clock_every_1024_spins() {
+        let looks: Vec<u32> = (1..=4096).filter(|&s| time_to_look(s)).collect();
+        assert_eq!(looks, vec![1024, 2048, 3072, 4096]);
+    }
+
+    #[test]
+    fn liveness_is_looked_at_every_period_from_the_first_wait() {
+        let start = Instant::now();
+        let mut checks = LivenessChecks::default();
+        assert!(!checks.due(start));
+        assert!(!checks.due(start + LIVENESS_PERIOD - Duration::from_nanos(1)));
+        assert!(checks.due(start + LIVENESS_PERIOD));
+        let later = start + LIVENESS_PERIOD;
+        assert!(!checks.due(later + LIVENESS_PERIOD / 2));
+        assert!(checks.due(later + LIVENESS_PERIOD));
     }
 
     /// A peer that attached and exited before the measuring side looked has attached; one
