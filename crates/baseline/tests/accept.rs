@@ -4,7 +4,7 @@ use ipc_matrix_baseline::{
     accept, AcceptError, AcceptMode, Accepted, Baseline, NotRunFate, Refusal, RefusalReason,
     MAX_RUNS,
 };
-use ipc_matrix_results::{fixture, CellResult, Environment};
+use ipc_matrix_results::{fixture, CellResult, Environment, FailureKind};
 use ipc_matrix_spec::Cell;
 
 const SCENARIOS: &str = "
@@ -36,7 +36,13 @@ fn run(ns: u64) -> Vec<CellResult> {
 }
 
 fn failed(cell: &Cell) -> CellResult {
-    fixture::failed(cell, &env("Test CPU"), 4, "no reply before the deadline")
+    fixture::failed(
+        cell,
+        &env("Test CPU"),
+        FailureKind::Timeout,
+        4,
+        "no reply before the deadline",
+    )
 }
 
 fn slowed(cell: &Cell, ns: u64) -> CellResult {

@@ -1,7 +1,7 @@
 //! Verdicts on results with known round-trip times: what is flagged and what is not.
 
 use ipc_matrix_baseline::{judge, Baseline, RunVerdict, Verdict};
-use ipc_matrix_results::{fixture, CellResult, Environment};
+use ipc_matrix_results::{fixture, CellResult, Environment, FailureKind};
 use ipc_matrix_spec::{Cell, RegressionPolicy};
 
 const SCENARIOS: &str = "
@@ -184,7 +184,13 @@ fn failed_new_and_missing_cells_are_named() {
     let all = run(&native(), &[40_000, 35_000, 30_000], 1);
     let base = baseline_of(&all[..2]); // local is not in the baseline
     let current = vec![
-        fixture::failed(&cells()[0], &native(), 12, "no reply before the deadline"),
+        fixture::failed(
+            &cells()[0],
+            &native(),
+            FailureKind::Timeout,
+            12,
+            "no reply before the deadline",
+        ),
         all[2].clone(),
     ];
     let v = judge(&current, Some(&base), RegressionPolicy::default());

@@ -6,8 +6,9 @@
 //! IPC_MATRIX_PROFILE (default: quick), IPC_MATRIX_OUT (default: target/ipc-matrix).
 
 use ipc_matrix::{default_out_dir, exit_code, run_and_store, RunFolder, Stored};
+use ipc_matrix_codec::{FrameCodec, SensorFrame};
 use ipc_matrix_results::{Environment, Failure, FailureKind};
-use ipc_matrix_scenario::{run_cell, Fault, FaultKind, RunOptions};
+use ipc_matrix_scenario::{run_cell, Fault, FaultKind, RunOptions, Spot};
 use ipc_matrix_spec::{
     Calls, Cell, ChannelKind, CodecKind, Echoes, Fan, Frames, Load, LoadShape, LogSink, LogWrite,
     ScenarioKind, Spec, TransportKind, WakeMode, Work, CELL_GROUP_FAULT,
@@ -92,9 +93,9 @@ fn run_matrix_cell(cell: &Cell, out: &Path) -> Result<(), Failed> {
 /// The round trip (0-based, warm-up included) whose reply the peer spoils.
 const FAULT_AT: u64 = 4;
 
-/// One test per transport (and shm wake mode) and fault.
-fn fault_trials() -> Vec<Trial> {
-    let mut variants: Vec<(TransportKind, Option<WakeMode>)> = vec![
+/// Every transport of an echo cell, shared memory in each wake mode.
+fn echo_variants() -> Vec<(TransportKind, Option<WakeMode>)> {
+    let mut variants = vec![
         (TransportKind::Shm, Some(WakeMode::Blocking)),
         (TransportKind::Shm, Some(WakeMode::BusyPoll)),
     ];
@@ -104,8 +105,13 @@ fn fault_trials() -> Vec<Trial> {
             .filter(|c| *c != ChannelKind::Shm)
             .map(|c| (TransportKind::from(c), None)),
     );
+    variants
+}
+
+/// One test per transport (and shm wake mode) and fault.
+fn fault_trials() -> Vec<Trial> {
     let mut trials = Vec::new();
-    for (transport, wake) in variants {
+    for (transport, wake) in echo_variants() {
         for kind in FaultKind::ALL {
             let mut cell = fault_cell(transport, wake);
             let name = format!(
@@ -172,10 +178,7 @@ fn fault_trials() -> Vec<Trial> {
     cell.id = format!("{CELL_GROUP_FAULT}::fan-in::stall");
     trials.push(Trial::test(cell.id.clone(), move || {
         let options = RunOptions {
-            fault: Some(Fault {
-                kind: FaultKind::Stall,
-                at: FAULT_AT,
-            }),
+            fault: Some(Fault::new(FaultKind::Stall, FAULT_AT)),
             setup_timeout: Duration::from_secs(20),
             ..RunOptions::default()
         };
@@ -290,10 +293,7 @@ fn fault_trials() -> Vec<Trial> {
         cell.id = format!("{CELL_GROUP_FAULT}::logging-{sink}::stall");
         trials.push(Trial::test(cell.id.clone(), move || {
             let options = RunOptions {
-                fault: Some(Fault {
-                    kind: FaultKind::Stall,
-                    at: 500,
-                }),
+                fault: Some(Fault::new(FaultKind::Stall, 500)),
                 ..RunOptions::default()
             };
             let started = std::time::Instant::now();
@@ -328,6 +328,7 @@ fn fault_trials() -> Vec<Trial> {
             Ok(())
         }));
     }
+    trials.extend(edge_trials());
     trials.extend(overflow_trials());
     // A payload no machine here holds: refused before anything is allocated.
     let mut cell = fault_cell(TransportKind::Tcp, None);
@@ -350,6 +351,327 @@ fn fault_trials() -> Vec<Trial> {
         Ok(())
     }));
     trials
+}
+
+/// The slot of a shared-memory channel sized for a message over 1 MiB: its largest
+/// (`MAX_SLOT` in crates/transport/src/shm.rs). A longer message streams through in
+/// chunks of this size.
+const SHM_SLOT: usize = 1 << 20;
+
+/// A byte flipped at the edges: the first and the last byte of the reply and one at a
+/// seeded offset, on every transport and every request/reply kind; and, where a message
+/// travels in chunks (shared memory, in each wake mode), the bytes either side of every
+/// chunk boundary. Each must fail its round trip as a mismatch at exactly that offset.
+fn edge_trials() -> Vec<Trial> {
+    let mut trials = Vec::new();
+    let add = |trials: &mut Vec<Trial>, mut cell: Cell, name: String, spot: Spot| {
+        let offset = expected_offset(spot, cell.payload_bytes as usize);
+        cell.id = name.clone();
+        trials.push(Trial::test(name, move || check_flip(&cell, spot, offset)));
+    };
+    let edges = |name: &str| {
+        [
+            ("flip-first-byte", Spot::First),
+            ("flip-last-byte", Spot::Last),
+            ("flip-random-byte", Spot::Random(fnv1a(name))),
+        ]
+    };
+    for (transport, wake) in echo_variants() {
+        let cell = fault_cell(transport, wake);
+        let prefix = format!("{CELL_GROUP_FAULT}::{}", cell.transport_label());
+        for (what, spot) in edges(&prefix) {
+            add(&mut trials, cell.clone(), format!("{prefix}::{what}"), spot);
+        }
+    }
+    for wake in [WakeMode::Blocking, WakeMode::BusyPoll] {
+        let mut cell = fault_cell(TransportKind::Shm, Some(wake));
+        cell.work = work_of(ScenarioKind::Bulk, TransportKind::Shm);
+        // Three chunks, the last one of 100 bytes.
+        cell.payload_bytes = (2 * SHM_SLOT + 100) as u64;
+        cell.payload_label = "2MiB+100B".into();
+        let prefix = format!("{CELL_GROUP_FAULT}::{}", cell.transport_label());
+        for (what, spot) in [
+            ("flip-chunk-0-end", Spot::ChunkEnd(0)),
+            ("flip-chunk-1-start", Spot::ChunkStart(1)),
+            ("flip-chunk-1-end", Spot::ChunkEnd(1)),
+            ("flip-chunk-2-start", Spot::ChunkStart(2)),
+            ("flip-chunked-last-byte", Spot::Last),
+        ] {
+            add(&mut trials, cell.clone(), format!("{prefix}::{what}"), spot);
+        }
+    }
+    for scenario in [ScenarioKind::ReqRep, ScenarioKind::Rpc] {
+        for transport in [TransportKind::Tcp, TransportKind::Local] {
+            let mut cell = fault_cell(transport, None);
+            cell.work = work_of(scenario, transport);
+            let prefix = format!("{CELL_GROUP_FAULT}::{}-{transport}", scenario.as_str());
+            for (what, spot) in edges(&prefix) {
+                add(&mut trials, cell.clone(), format!("{prefix}::{what}"), spot);
+            }
+        }
+    }
+    let mut cell = fault_cell(TransportKind::Udp, None);
+    cell.work = Work::UdpLoad(Load {
+        shape: LoadShape {
+            clients: 1,
+            server_threads: 2,
+            duration: Duration::from_millis(800),
+        },
+        timeout: Duration::from_millis(300),
+        max_loss: 0.0,
+    });
+    let prefix = format!("{CELL_GROUP_FAULT}::udp-load");
+    for (what, spot) in edges(&prefix) {
+        add(&mut trials, cell.clone(), format!("{prefix}::{what}"), spot);
+    }
+    // A codec cell's peer re-encodes the frame, then flips a byte of the encoding: the
+    // first (framing) cannot be decoded; the last and a seeded one are blob bytes (1000 B
+    // frames carry an 840-byte blob, a multiple of 8, so the encoding ends with it and no
+    // padding) and are named by their blob index. Over shared memory, a frame of three
+    // chunks is flipped either side of the first boundary.
+    for codec in CodecKind::ALL {
+        let mut cell = fault_cell(TransportKind::Tcp, None);
+        cell.work = Work::Codec(Frames {
+            codec,
+            timeout: timeout_for(TransportKind::Tcp),
+        });
+        cell.payload_bytes = 1000;
+        let prefix = format!("{CELL_GROUP_FAULT}::codec-{codec}");
+        for (what, spot) in edges(&prefix) {
+            cell.id = format!("{prefix}::{what}");
+            let cell = cell.clone();
+            trials.push(Trial::test(cell.id.clone(), move || {
+                check_codec_flip(&cell, spot)
+            }));
+        }
+        let mut cell = fault_cell(TransportKind::Shm, Some(WakeMode::Blocking));
+        cell.work = Work::Codec(Frames {
+            codec,
+            timeout: timeout_for(TransportKind::Shm),
+        });
+        cell.payload_bytes = (2 * SHM_SLOT + 100) as u64;
+        let prefix = format!(
+            "{CELL_GROUP_FAULT}::codec-{codec}-{}",
+            cell.transport_label()
+        );
+        for (what, spot) in [
+            ("flip-chunk-0-end", Spot::ChunkEnd(0)),
+            ("flip-chunk-1-start", Spot::ChunkStart(1)),
+        ] {
+            cell.id = format!("{prefix}::{what}");
+            let cell = cell.clone();
+            trials.push(Trial::test(cell.id.clone(), move || {
+                check_codec_flip(&cell, spot)
+            }));
+        }
+    }
+    // Fan-out: a subscriber's acknowledgement (the frame's sequence number, then its
+    // one-way latency) with its first byte flipped names a frame not sent yet; with its
+    // last byte flipped claims a latency longer than the frame has existed. Fan-in: a
+    // publisher's frame that cannot be decoded, or whose last blob byte is wrong.
+    for (what, spot, expected, detail) in [
+        (
+            "flip-first-byte",
+            Spot::First,
+            FailureKind::Protocol,
+            "acknowledged frame 251, which was not sent yet",
+        ),
+        (
+            "flip-last-byte",
+            Spot::Last,
+            FailureKind::Protocol,
+            "ns since the frame was stamped",
+        ),
+    ] {
+        let mut cell = fault_cell(TransportKind::Tcp, None);
+        cell.work = work_of(ScenarioKind::FanOut, TransportKind::Tcp);
+        cell.id = format!("{CELL_GROUP_FAULT}::fan-out::{what}");
+        trials.push(Trial::test(cell.id.clone(), move || {
+            check_fan_flip(&cell, spot, expected, detail)
+        }));
+    }
+    for (what, spot, expected, detail) in [
+        (
+            "flip-first-byte",
+            Spot::First,
+            FailureKind::Protocol,
+            "not a capnp sensor frame",
+        ),
+        (
+            "flip-last-byte",
+            Spot::Last,
+            FailureKind::Mismatch,
+            // 200 B frames carry a 40-byte blob.
+            "the frame differs at blob[39]: expected ",
+        ),
+    ] {
+        let mut cell = fault_cell(TransportKind::Tcp, None);
+        cell.work = work_of(ScenarioKind::FanIn, TransportKind::Tcp);
+        cell.id = format!("{CELL_GROUP_FAULT}::fan-in::{what}");
+        trials.push(Trial::test(cell.id.clone(), move || {
+            check_fan_flip(&cell, spot, expected, detail)
+        }));
+    }
+    trials
+}
+
+/// The offset `spot` names in a reply of `len` bytes, worked out here rather than asked
+/// of the fault: chunks are [`SHM_SLOT`] bytes; a random spot is the first SplitMix64
+/// word of its seed, modulo the length.
+fn expected_offset(spot: Spot, len: usize) -> usize {
+    match spot {
+        Spot::Middle => len / 2,
+        Spot::First => 0,
+        Spot::Last => len - 1,
+        Spot::ChunkEnd(n) => (n as usize + 1) * SHM_SLOT - 1,
+        Spot::ChunkStart(n) => n as usize * SHM_SLOT,
+        Spot::Random(seed) => {
+            let mut state = seed;
+            (ipc_matrix_spec::splitmix64(&mut state) % len as u64) as usize
+        }
+    }
+}
+
+/// FNV-1a of a test's name: each random spot has a seed of its own.
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The byte offset a failure reports ("first difference at byte offset N"), the number
+/// read whole.
+fn reported_offset(reason: &str) -> Option<usize> {
+    let (_, rest) = reason.split_once("first difference at byte offset ")?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Runs `cell` with its peer flipping the byte at `spot` of reply [`FAULT_AT`]: it must
+/// fail that round trip as a mismatch (not a length difference) at exactly `offset`.
+fn check_flip(cell: &Cell, spot: Spot, offset: usize) -> Result<(), Failed> {
+    let options = RunOptions {
+        fault: Some(Fault::flip(spot, FAULT_AT)),
+        ..RunOptions::default()
+    };
+    let failure = run_cell(cell, &options)
+        .outcome
+        .failure
+        .ok_or_else(|| format!("the cell passed although the peer flipped byte {offset}"))?;
+    if failure.kind != FailureKind::Mismatch
+        || failure.round_trip != Some(FAULT_AT)
+        || reported_offset(&failure.reason) != Some(offset)
+    {
+        return Err(format!(
+            "expected a mismatch at round trip {FAULT_AT}, byte offset {offset}; got {:?} at \
+             {:?}, byte offset {:?}: {}",
+            failure.kind,
+            failure.round_trip,
+            reported_offset(&failure.reason),
+            failure.reason
+        )
+        .into());
+    }
+    println!("{}: failed as expected: {}", cell.id, failure.reason);
+    Ok(())
+}
+
+/// The reply to [`FAULT_AT`] of a codec cell with its byte at `spot` flipped. A blob byte
+/// fails as a mismatch named by its blob index, worked out from where the blob lies in
+/// the encoding; any other byte as decoding the damaged encoding here says: a reply that
+/// is not a frame, or a frame differing at the field it names.
+fn check_codec_flip(cell: &Cell, spot: Spot) -> Result<(), Failed> {
+    let Work::Codec(Frames { codec, .. }) = cell.work else {
+        unreachable!("a codec cell")
+    };
+    // The frame of round trip FAULT_AT as the peer re-encodes it (see
+    // crates/scenario/src/codec_work.rs: only the header changes per round trip).
+    let mut frame = SensorFrame::sample(cell.seed, 0, cell.payload_bytes as usize);
+    frame.header.sequence = FAULT_AT;
+    frame.header.sent_at_ns = 1_796_000_000_000_000_000 + FAULT_AT;
+    let mut encoded = Vec::new();
+    codec.encode(&frame, &mut encoded);
+    let blob_at = encoded
+        .windows(frame.blob.len())
+        .position(|w| w == frame.blob)
+        .ok_or("the blob is not in the encoding")?;
+    let offset = expected_offset(spot, encoded.len());
+    let (expected, detail) = if (blob_at..blob_at + frame.blob.len()).contains(&offset) {
+        let i = offset - blob_at;
+        (
+            FailureKind::Mismatch,
+            format!(
+                "the decoded reply differs at blob[{i}]: expected {:#04x}, got {:#04x}",
+                frame.blob[i], !frame.blob[i]
+            ),
+        )
+    } else {
+        encoded[offset] ^= 0xff;
+        match codec.decode(&encoded) {
+            Err(e) => (
+                FailureKind::Protocol,
+                format!("the reply is not a {codec} sensor frame: {e}"),
+            ),
+            Ok(damaged) => match frame.first_difference(&damaged) {
+                Some(difference) => (
+                    FailureKind::Mismatch,
+                    format!("the decoded reply differs at {difference}"),
+                ),
+                None => return Err(format!("byte {offset} carries nothing").into()),
+            },
+        }
+    };
+    let options = RunOptions {
+        fault: Some(Fault::flip(spot, FAULT_AT)),
+        ..RunOptions::default()
+    };
+    let failure = run_cell(cell, &options)
+        .outcome
+        .failure
+        .ok_or_else(|| format!("the cell passed although the peer flipped byte {offset}"))?;
+    if failure.kind != expected
+        || failure.round_trip != Some(FAULT_AT)
+        || !failure.reason.contains(&detail)
+    {
+        return Err(format!(
+            "expected {expected:?} at round trip {FAULT_AT} saying `{detail}`, got {:?} at \
+             {:?}: {}",
+            failure.kind, failure.round_trip, failure.reason
+        )
+        .into());
+    }
+    println!("{}: failed as expected: {}", cell.id, failure.reason);
+    Ok(())
+}
+
+/// A fan cell whose peers flip the byte at `spot` of frame (or acknowledgement)
+/// [`FAULT_AT`]: `expected` at that frame, saying `detail`.
+fn check_fan_flip(
+    cell: &Cell,
+    spot: Spot,
+    expected: FailureKind,
+    detail: &str,
+) -> Result<(), Failed> {
+    let options = RunOptions {
+        fault: Some(Fault::flip(spot, FAULT_AT)),
+        ..RunOptions::default()
+    };
+    let failure = run_cell(cell, &options)
+        .outcome
+        .failure
+        .ok_or("the cell passed although its peers flipped a byte")?;
+    if failure.kind != expected
+        || failure.round_trip != Some(FAULT_AT)
+        || !failure.reason.contains(detail)
+    {
+        return Err(format!(
+            "expected {expected:?} at frame {FAULT_AT} saying `{detail}`, got {:?} at {:?}: {}",
+            failure.kind, failure.round_trip, failure.reason
+        )
+        .into());
+    }
+    println!("{}: failed as expected: {}", cell.id, failure.reason);
+    Ok(())
 }
 
 /// `warmup + iterations` that overflow 64 bits, one cell of every kind: each must fail at
@@ -418,9 +740,18 @@ fn check_load_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {
             "the peer exited (exit status 3)",
         ),
     };
-    if failure.kind != expected || failure.round_trip != at || !failure.reason.contains(detail) {
+    let offset = match kind {
+        FaultKind::FlipByte => Some(100),
+        FaultKind::Truncate => Some(199),
+        _ => None,
+    };
+    if failure.kind != expected
+        || failure.round_trip != at
+        || !failure.reason.contains(detail)
+        || reported_offset(&failure.reason) != offset
+    {
         return Err(format!(
-            "expected {expected:?} at {at:?} saying `{detail}`, got {:?} at {:?}: {}",
+            "expected {expected:?} at {at:?} saying `{detail}` (byte offset {offset:?}), got              {:?} at {:?}: {}",
             failure.kind, failure.round_trip, failure.reason
         )
         .into());
@@ -482,7 +813,7 @@ fn check_fan_out_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {
 /// or an error when the cell passed regardless.
 fn failure_under_fault(cell: &Cell, kind: FaultKind) -> Result<Failure, Failed> {
     let options = RunOptions {
-        fault: Some(Fault { kind, at: FAULT_AT }),
+        fault: Some(Fault::new(kind, FAULT_AT)),
         ..RunOptions::default()
     };
     run_cell(cell, &options)
@@ -603,8 +934,15 @@ fn check_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {
         )
         .into());
     }
+    // The reply of 200 bytes: its middle byte flipped, its last byte cut, 3 bytes added.
+    let offset = match kind {
+        FaultKind::FlipByte => Some(100),
+        FaultKind::Truncate => Some(199),
+        FaultKind::ExtraBytes => Some(200),
+        FaultKind::Stall | FaultKind::Exit => None,
+    };
     let detail = match kind {
-        FaultKind::FlipByte => "first difference at byte offset 100",
+        FaultKind::FlipByte => "",
         FaultKind::Truncate => "reply is 199 bytes, expected 200",
         FaultKind::ExtraBytes => "reply is 203 bytes, expected 200",
         FaultKind::Stall => {
@@ -614,16 +952,26 @@ fn check_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {
                 "before the deadline"
             }
         }
-        FaultKind::Exit => {
-            if lossy {
-                "peer is gone"
-            } else {
-                ""
-            }
-        }
+        // UDP learns it from the next request (nothing listens any more).
+        FaultKind::Exit => "the peer exited (exit status 3)",
     };
+    if lossy && kind == FaultKind::Exit && !failure.reason.contains("the peer is gone") {
+        return Err(format!(
+            "the reason does not say `the peer is gone`: {}",
+            failure.reason
+        )
+        .into());
+    }
     if !failure.reason.contains(detail) || !failure.reason.contains("round trip") {
         return Err(format!("the reason does not say `{detail}`: {}", failure.reason).into());
+    }
+    if reported_offset(&failure.reason) != offset {
+        return Err(format!(
+            "expected the first difference at byte offset {offset:?}, the reason says {:?}: {}",
+            reported_offset(&failure.reason),
+            failure.reason
+        )
+        .into());
     }
     println!("{}: failed as expected: {}", cell.id, failure.reason);
     Ok(())

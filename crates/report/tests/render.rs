@@ -4,7 +4,7 @@
 use ipc_matrix_baseline::Baseline;
 use ipc_matrix_report::cross::{self, Column};
 use ipc_matrix_report::{html, markdown, LegReport, LoadedBaseline, REPORT_SCHEMA_VERSION};
-use ipc_matrix_results::{fixture, CellResult};
+use ipc_matrix_results::{fixture, CellResult, FailureKind};
 use ipc_matrix_spec::{Cell, RegressionPolicy};
 use std::path::PathBuf;
 
@@ -32,7 +32,13 @@ fn run(runner: &str, centers: [u64; 5], phase: u64) -> Vec<CellResult> {
         .iter()
         .zip(centers)
         .map(|(cell, center)| match center {
-            0 => fixture::failed(cell, &env, 17, "reply is 199 bytes, expected 200 (<peer>)"),
+            0 => fixture::failed(
+                cell,
+                &env,
+                FailureKind::Length,
+                17,
+                "reply is 199 bytes, expected 200 (<peer>)",
+            ),
             _ => fixture::passed(cell, &env, samples(center, cell.iterations, phase)),
         })
         .collect()

@@ -112,13 +112,19 @@ pub fn passed(cell: &Cell, environment: &Environment, samples_ns: Vec<u64>) -> C
     }
 }
 
-/// A result that failed at round trip `at` with `reason`.
-pub fn failed(cell: &Cell, environment: &Environment, at: u64, reason: &str) -> CellResult {
+/// A result that failed at round trip `at`, as a failure of `kind` with `reason`.
+pub fn failed(
+    cell: &Cell,
+    environment: &Environment,
+    kind: FailureKind,
+    at: u64,
+    reason: &str,
+) -> CellResult {
     let mut result = passed(cell, environment, vec![1]);
     result.outcome = Outcome {
         passed: false,
         failure: Some(Failure {
-            kind: FailureKind::Timeout,
+            kind,
             round_trip: Some(at),
             reason: reason.into(),
         }),

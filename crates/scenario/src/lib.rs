@@ -41,7 +41,7 @@ mod verify;
 
 pub use context::RunOptions;
 pub use counting::{COUNT_FILE_ENV, QEMU_CPU_ENV};
-pub use fault::{Fault, FaultKind};
+pub use fault::{Fault, FaultKind, Spot};
 pub use payload::{pseudo_random_bytes, Payload};
 pub use peer::{PeerDelay, PEER_DELAY_CELLS_ENV, PEER_DELAY_ENV, PEER_EXTRA_WORK_ENV, SERVE_ARG};
 pub use placement::PIN_ENV;

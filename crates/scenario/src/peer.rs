@@ -1,9 +1,9 @@
 //! What a peer is told (its configuration: the cell's kind, its part in it) and the
-//! pieces every kind's serving side shares: its channel, the reply delay, the fault it
-//! commits, the shared clock.
+//! pieces every kind's serving side shares: its channel, the reply delay and the shared
+//! clock (the fault it commits is `fault`).
 
 use crate::counting::PeerCounting;
-use crate::fault::{Fault, FaultKind};
+use crate::fault::Fault;
 use ipc_matrix_codec::Codec;
 use ipc_matrix_spec::ScenarioKind;
 use ipc_matrix_transport::{connect, Channel, PeerAddress};
@@ -156,22 +156,5 @@ pub(crate) fn spin_for(delay: Duration) {
     let until = Instant::now() + delay;
     while Instant::now() < until {
         std::hint::spin_loop();
-    }
-}
-
-pub(crate) fn commit(kind: FaultKind, message: &mut Vec<u8>) {
-    match kind {
-        FaultKind::FlipByte => {
-            let middle = message.len() / 2;
-            message[middle] ^= 0xff;
-        }
-        FaultKind::Truncate => {
-            message.pop();
-        }
-        FaultKind::ExtraBytes => message.extend_from_slice(&[0xde, 0xad, 0xbe]),
-        FaultKind::Stall => loop {
-            std::thread::sleep(Duration::from_secs(3600));
-        },
-        FaultKind::Exit => std::process::exit(3),
     }
 }

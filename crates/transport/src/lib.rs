@@ -45,6 +45,14 @@ pub trait Channel: Send {
     fn is_lossy(&self) -> bool {
         false
     }
+
+    /// The size of the chunks a message is carried in, when the transport cuts every
+    /// message longer than that into chunks of exactly that size, the last one shorter
+    /// (shared memory: one slot each); `None` when a message goes whole (a datagram) or
+    /// where it is cut is the kernel's choice (a byte stream).
+    fn chunk_size(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// The measuring side's half of a channel before the peer has connected.

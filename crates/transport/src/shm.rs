@@ -196,9 +196,15 @@ impl Acceptor for ShmAcceptor {
         peer: u32,
         deadline: Instant,
     ) -> Result<Box<dyn Channel>, TransportError> {
-        while self.header().attached.load(Ordering::Acquire) == 0 {
+        loop {
+            // Alive first, attached second: a peer that attached and exited in between
+            // has attached (its messages are in the rings, its death shows later).
+            let alive = ensure_alive(peer, "before it mapped the segment");
+            if self.header().attached.load(Ordering::Acquire) != 0 {
+                break;
+            }
+            alive?;
             let wait = remaining(deadline, "attachment of the peer to the segment")?;
-            ensure_alive(peer, "before it mapped the segment")?;
             futex_wait(&self.header().attached, 0, wait.min(LIVENESS_PERIOD));
         }
         // Both sides have it mapped: unlink now, so a crash of either leaves nothing.
@@ -285,6 +291,30 @@ fn checked_layout(slot_size: u32, slots: u32, real_len: usize) -> Result<Layout,
     Ok(layout)
 }
 
+/// Whether a spinning waiter looks at the clock (its deadline, the other side's liveness)
+/// after `spins` spins: every SPINS_PER_CHECK. Looking more often only costs time.
+fn time_to_look(spins: u32) -> bool {
+    spins.is_multiple_of(SPINS_PER_CHECK)
+}
+
+/// When a waiter looks whether the other process still lives: LIVENESS_PERIOD after it
+/// began to wait, then every LIVENESS_PERIOD. Looking more often only costs time.
+#[derive(Default)]
+struct LivenessChecks {
+    next: Option<Instant>,
+}
+
+impl LivenessChecks {
+    fn due(&mut self, now: Instant) -> bool {
+        let at = *self.next.get_or_insert(now + LIVENESS_PERIOD);
+        if now < at {
+            return false;
+        }
+        self.next = Some(now + LIVENESS_PERIOD);
+        true
+    }
+}
+
 pub struct ShmChannel {
     shm: Shmem,
     wake: WakeMode,
@@ -363,18 +393,24 @@ impl ShmChannel {
         let _waiting = ipc_matrix_count_window::pause();
         // The clock is read only once waiting has begun: a reply that is already there
         // costs no clock reads (each is tens of nanoseconds in a VM).
-        let mut next_liveness_check: Option<Instant> = None;
+        let mut liveness = LivenessChecks::default();
+        // The other side found gone, reported only after one more look at the counter:
+        // what it published before it exited still counts.
+        let mut gone: Option<TransportError> = None;
         let mut spins = 0u32;
         loop {
             let value = counter.value.load(Ordering::Acquire);
             if ready(value) {
                 return Ok(value);
             }
+            if let Some(e) = gone.take() {
+                return Err(e);
+            }
             match self.wake {
                 WakeMode::BusyPoll => {
                     std::hint::spin_loop();
                     spins = spins.wrapping_add(1);
-                    if !spins.is_multiple_of(SPINS_PER_CHECK) {
+                    if !time_to_look(spins) {
                         continue;
                     }
                 }
@@ -390,10 +426,8 @@ impl ShmChannel {
             }
             let now = Instant::now();
             remaining(deadline, what)?;
-            let check_at = *next_liveness_check.get_or_insert(now + LIVENESS_PERIOD);
-            if now >= check_at {
-                ensure_alive(self.other_pid, "while waiting")?;
-                next_liveness_check = Some(now + LIVENESS_PERIOD);
+            if liveness.due(now) {
+                gone = ensure_alive(self.other_pid, "while waiting").err();
             }
         }
     }
@@ -510,11 +544,16 @@ impl Channel for ShmChannel {
             }
         }
     }
+
+    fn chunk_size(&self) -> Option<usize> {
+        Some(self.layout.slot_size)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::platform::process_alive;
 
     /// A segment of `len` bytes named like ours, holding a header written by hand: what a
     /// hostile or corrupted creator could leave. Unlinked when dropped.
@@ -623,6 +662,195 @@ mod tests {
         let big = Layout::new(MAX_SLOT, SLOTS).unwrap();
         assert_eq!(big.len, SLOTS_AT + 2 * SLOTS as usize * (MAX_SLOT + 64));
         assert_eq!(big.slot_offset(1, 7) + big.stride, big.len);
+    }
+
+    /// A child process that exits by itself after `seconds`, not reaped: a zombie counts
+    /// as gone.
+    fn short_lived(seconds: &str) -> std::process::Child {
+        std::process::Command::new("sleep")
+            .arg(seconds)
+            .spawn()
+            .expect("starting sleep")
+    }
+
+    /// The two ends of one segment, both in this process.
+    fn both_ends(wake: WakeMode) -> (Box<dyn Channel>, ShmChannel) {
+        let acceptor = ShmAcceptor::create(wake, 4096).unwrap();
+        let PeerAddress::Shm { os_id, .. } = acceptor.address() else {
+            unreachable!()
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let peer = attach(&os_id, wake, deadline).unwrap();
+        let owner = Box::new(acceptor).accept(current_pid(), deadline).unwrap();
+        (owner, peer)
+    }
+
+    /// The other side publishes, then exits, while this side sleeps between two looks: the
+    /// liveness check that finds it gone comes before the next look at the counter, and
+    /// what it published must still be taken, not reported as a dead peer.
+    #[test]
+    fn what_a_peer_published_before_it_exited_is_taken() {
+        let (_owner, mut peer) = both_ends(WakeMode::Blocking);
+        let mut child = short_lived("0.15");
+        peer.other_pid = child.id();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let head = &peer.ring(peer.rx).head;
+        // "Published" the moment the child is gone.
+        let result = peer.wait_for(head, |_| !process_alive(child.id()), deadline, "test");
+        child.wait().unwrap();
+        assert_eq!(result.ok(), Some(0));
+        peer.other_pid = current_pid();
+    }
+
+    /// Nothing published and the other side gone: PeerGone, within a liveness period or
+    /// two, however far the deadline.
+    #[test]
+    fn a_dead_peer_with_nothing_published_is_gone() {
+        let (_owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        let mut child = short_lived("0");
+        child.wait().unwrap();
+        peer.other_pid = child.id();
+        let start = Instant::now();
+        let head = &peer.ring(peer.rx).head;
+        let result = peer.wait_for(head, |_| false, start + Duration::from_secs(30), "test");
+        assert!(
+            matches!(result, Err(TransportError::PeerGone(_))),
+            "{result:?}"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    /// Writes a chunk header (the chunk's length and the whole message's) into slot
+    /// `index` of the ring `peer` receives on, as its other side would, and publishes it.
+    fn forge_chunk(peer: &ShmChannel, index: u32, chunk: u32, announced: u64) {
+        let slot = peer.slot(peer.rx, index);
+        // SAFETY: the slot is inside the mapping and nobody else writes it.
+        unsafe {
+            slot.cast::<u32>().write(chunk);
+            slot.add(8).cast::<u64>().write(announced);
+        }
+        peer.ring(peer.rx)
+            .head
+            .value
+            .store(index + 1, Ordering::Release);
+    }
+
+    fn receive(peer: &mut ShmChannel, limit: usize) -> Result<Vec<u8>, TransportError> {
+        let mut buf = Vec::new();
+        peer.recv(&mut buf, limit, Instant::now() + Duration::from_secs(2))
+            .map(|()| buf)
+    }
+
+    /// A message of 4 KiB slots is carried in chunks of one slot.
+    #[test]
+    fn a_channel_tells_its_chunk_size() {
+        let (owner, peer) = both_ends(WakeMode::Blocking);
+        assert_eq!(peer.chunk_size(), Some(4096));
+        assert_eq!(owner.chunk_size(), Some(4096));
+        let acceptor = ShmAcceptor::create(WakeMode::BusyPoll, 3 << 20).unwrap();
+        assert_eq!(acceptor.layout.slot_size, MAX_SLOT);
+        let acceptor = ShmAcceptor::create(WakeMode::BusyPoll, 5000).unwrap();
+        assert_eq!(acceptor.layout.slot_size, 5056);
+    }
+
+    /// What a hostile or broken other side may write into the chunk headers: a chunk
+    /// longer than a slot, a chunk longer than what is left of its message, a chunk that
+    /// announces another message. Each is refused as corrupt, never read.
+    #[test]
+    fn chunks_that_do_not_fit_their_slot_or_message_are_refused() {
+        let limit = 4 * 4096;
+        // Longer than a slot, though the message would hold it.
+        let (_owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        forge_chunk(&peer, 0, 4097, 3 * 4096);
+        match receive(&mut peer, limit) {
+            Err(TransportError::Corrupt(why)) => assert_eq!(
+                why,
+                "a 4097-byte chunk does not fit (slot 4096 bytes, 0 of 12288 received)"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // Within a slot, but longer than the message.
+        let (_owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        forge_chunk(&peer, 0, 200, 100);
+        match receive(&mut peer, limit) {
+            Err(TransportError::Corrupt(why)) => assert_eq!(
+                why,
+                "a 200-byte chunk does not fit (slot 4096 bytes, 0 of 100 received)"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // Longer than what the first chunk left.
+        let (_owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        forge_chunk(&peer, 0, 4096, 5000);
+        forge_chunk(&peer, 1, 4096, 5000);
+        match receive(&mut peer, limit) {
+            Err(TransportError::Corrupt(why)) => assert_eq!(
+                why,
+                "a 4096-byte chunk does not fit (slot 4096 bytes, 4096 of 5000 received)"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // A second chunk that belongs to another message.
+        let (_owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        forge_chunk(&peer, 0, 4096, 8192);
+        forge_chunk(&peer, 1, 4096, 12288);
+        match receive(&mut peer, limit) {
+            Err(TransportError::Corrupt(why)) => assert_eq!(
+                why,
+                "a chunk announced a 12288-byte message inside a 8192-byte one"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // Forged the same way, two chunks that fit are one message.
+        let (_owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        forge_chunk(&peer, 0, 4096, 4196);
+        forge_chunk(&peer, 1, 100, 4196);
+        assert_eq!(receive(&mut peer, limit).unwrap().len(), 4196);
+    }
+
+    #[test]
+    fn a_spinning_waiter_looks_at_the_clock_every_1024_spins() {
+        let looks: Vec<u32> = (1..=4096).filter(|&s| time_to_look(s)).collect();
+        assert_eq!(looks, vec![1024, 2048, 3072, 4096]);
+    }
+
+    #[test]
+    fn liveness_is_looked_at_every_period_from_the_first_wait() {
+        let start = Instant::now();
+        let mut checks = LivenessChecks::default();
+        assert!(!checks.due(start));
+        assert!(!checks.due(start + LIVENESS_PERIOD - Duration::from_nanos(1)));
+        assert!(checks.due(start + LIVENESS_PERIOD));
+        let later = start + LIVENESS_PERIOD;
+        assert!(!checks.due(later + LIVENESS_PERIOD / 2));
+        assert!(checks.due(later + LIVENESS_PERIOD));
+    }
+
+    /// A peer that attached and exited before the measuring side looked has attached; one
+    /// that never attached and is gone is refused at once.
+    #[test]
+    fn accept_takes_a_peer_that_attached_and_exited() {
+        let mut child = short_lived("0");
+        child.wait().unwrap();
+        let dead = child.id();
+        let acceptor = ShmAcceptor::create(WakeMode::Blocking, 4096).unwrap();
+        acceptor.header().attached.store(1, Ordering::SeqCst);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        assert!(Box::new(acceptor).accept(dead, deadline).is_ok());
+        let acceptor = ShmAcceptor::create(WakeMode::Blocking, 4096).unwrap();
+        let start = Instant::now();
+        match Box::new(acceptor).accept(dead, start + Duration::from_secs(30)) {
+            Err(TransportError::PeerGone(why)) => {
+                assert!(why.contains("before it mapped the segment"), "{why}")
+            }
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("accepted a peer that never attached"),
+        }
+        assert!(start.elapsed() < Duration::from_secs(2));
     }
 
     mod properties {

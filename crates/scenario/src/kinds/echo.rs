@@ -8,7 +8,7 @@ use crate::counting::PeerCounting;
 use crate::failure::{
     channel_of, expect_clean_exit, peer_epilogue, setup_failure, transport_failure_kind,
 };
-use crate::peer::{before_reply, commit, PeerConfig};
+use crate::peer::{before_reply, PeerConfig};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_codec::FrameCodec;
@@ -151,7 +151,7 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
         }
         before_reply(config);
         if let Some(fault) = config.fault.filter(|f| f.at == index) {
-            commit(fault.kind, &mut message);
+            fault.commit(&mut message, channel.chunk_size())?;
         }
         channel
             .send(&message, deadline)

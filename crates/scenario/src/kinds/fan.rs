@@ -16,7 +16,7 @@ use crate::codec_work::FRAME_SLACK;
 use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
 use crate::failure::{channel_of, peer_epilogue, setup_failure, transport_failure_kind};
-use crate::peer::{commit, monotonic_ns, PeerConfig, ACK_BYTES};
+use crate::peer::{monotonic_ns, PeerConfig, ACK_BYTES};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_codec::{Codec, FrameCodec, SensorFrame};
 use ipc_matrix_results::{Failure, FailureKind};
@@ -217,7 +217,8 @@ pub(crate) fn fan_out(
                 return Err(transport_failure(&mut linked, k, index, "sending", &e));
             }
         }
-        let mut slowest = Some(0u64);
+        // The slowest acknowledgement so far and its subscriber; none once one is missing.
+        let mut slowest = Some((0u64, 0usize));
         for k in 0..PEERS {
             let latency = loop {
                 match linked[k].channel.recv(&mut ack, ACK_BYTES, deadline) {
@@ -264,7 +265,7 @@ pub(crate) fn fan_out(
             match latency {
                 Some(ns) => {
                     dropped_in_a_row[k] = 0;
-                    slowest = slowest.map(|s| s.max(ns));
+                    slowest = slowest.map(|s| if ns > s.0 { (ns, k) } else { s });
                 }
                 None => {
                     tally.lost += 1;
@@ -283,7 +284,17 @@ pub(crate) fn fan_out(
         if let Some(label) = counted {
             ipc_matrix_count_window::close(label);
         }
-        if let Some(ns) = slowest {
+        if let Some((ns, k)) = slowest {
+            // A one-way latency longer than the frame has existed is a damaged (or lying)
+            // acknowledgement, not a measurement.
+            let age = monotonic_ns().saturating_sub(frame.header.sent_at_ns);
+            if ns > age {
+                let what = format!(
+                    "acknowledged with a one-way latency of {ns} ns, longer than the {age} ns \
+                     since the frame was stamped"
+                );
+                return Err(failure(&mut linked, k, index, FailureKind::Protocol, what));
+            }
             let latency = Duration::from_nanos(ns);
             if index == 0 {
                 tally.first_round_trip = Some(latency);
@@ -483,7 +494,7 @@ fn subscribe(
                 .to_le_bytes(),
         );
         if let Some(fault) = config.fault.filter(|f| f.at == index) {
-            commit(fault.kind, &mut ack);
+            fault.commit(&mut ack, channel.chunk_size())?;
         }
         channel
             .send(&ack, deadline)
@@ -510,7 +521,7 @@ fn publish(
         frame.header.sent_at_ns = monotonic_ns();
         codec.encode(&frame, &mut encoded);
         if let Some(fault) = config.fault.filter(|f| f.at == sequence) {
-            commit(fault.kind, &mut encoded);
+            fault.commit(&mut encoded, channel.chunk_size())?;
         }
         channel
             .send(&encoded, Instant::now() + config.idle_timeout)

@@ -7,7 +7,7 @@ use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
 use crate::failure::{expect_clean_exit, setup_failure};
 use crate::fault::Fault;
-use crate::peer::{before_reply, commit, PeerConfig};
+use crate::peer::{before_reply, PeerConfig};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_results::{Failure, FailureKind};
@@ -255,7 +255,8 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
         if !last {
             before_reply(config);
             if let Some(fault) = fault.filter(|f| f.at == index) {
-                commit(fault.kind, &mut message);
+                // A ZeroMQ message goes whole.
+                fault.commit(&mut message, None)?;
             }
         }
         socket

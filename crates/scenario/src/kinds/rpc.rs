@@ -8,7 +8,7 @@ use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
 use crate::failure::{expect_clean_exit, peer_epilogue, setup_failure};
 use crate::fault::Fault;
-use crate::peer::{commit, extra_work, spin_for, PeerConfig};
+use crate::peer::{extra_work, spin_for, PeerConfig};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use capnp::capability::{Promise, Response};
@@ -360,7 +360,7 @@ impl echo::Server for EchoServer {
         if let Some(count) = self.count.filter(|c| index == c.from_message) {
             ipc_matrix_count_window::open(count.label);
         }
-        let echoed = params.get().and_then(|p| p.get_data()).map(|data| {
+        let echoed = params.get().and_then(|p| p.get_data()).and_then(|data| {
             if let Some(delay) = self.delay {
                 spin_for(delay);
             }
@@ -368,11 +368,18 @@ impl echo::Server for EchoServer {
                 extra_work(units);
             }
             match self.fault.filter(|f| f.at == index) {
-                None => results.get().set_data(data),
+                None => {
+                    results.get().set_data(data);
+                    Ok(())
+                }
                 Some(fault) => {
                     let mut damaged = data.to_vec();
-                    commit(fault.kind, &mut damaged);
+                    // The Data field goes whole, inside the RPC system's own message.
+                    fault
+                        .commit(&mut damaged, None)
+                        .map_err(capnp::Error::failed)?;
                     results.get().set_data(&damaged);
+                    Ok(())
                 }
             }
         });

@@ -17,7 +17,7 @@ use crate::failure::{peer_epilogue, setup_failure};
 use crate::fault::{Fault, FaultKind};
 use crate::measure::Recorder;
 use crate::payload::pseudo_random_bytes;
-use crate::peer::{before_reply, commit, PeerConfig};
+use crate::peer::{before_reply, PeerConfig};
 use crate::spawn::{describe, PeerProcess, GOODBYE_WITHIN};
 use crate::verify::compare;
 use ipc_matrix_results::{Failure, FailureKind, LoadStats};
@@ -573,7 +573,8 @@ fn echo_datagrams(
             }
             Some(fault) => {
                 damaged = datagram[..n].to_vec();
-                commit(fault.kind, &mut damaged);
+                // A datagram goes whole.
+                fault.commit(&mut damaged, None)?;
                 &damaged
             }
         };

@@ -6,7 +6,7 @@
 //! adapts: a reply may be lost (resend, or count it lost, never accept a wrong one), and a
 //! send never waits for the reader (the datagram is dropped at the receiving socket).
 
-use crate::peer::{LIE_ANNOUNCED, LIE_LIMIT, LIE_SEED, ORDERED};
+use crate::peer::{CHUNKED, CHUNKED_SEED, LIE_ANNOUNCED, LIE_LIMIT, LIE_SEED, ORDERED, SLOT};
 use crate::support::{
     bytes, compare, index_of, limit_of, ordered, HandMadeSegment, Peer, OP, PROMPT, SETUP,
 };
@@ -73,11 +73,21 @@ fn shm_only(subject: Subject) -> bool {
     subject.kind == ChannelKind::Shm
 }
 
+/// Transports whose messages may be larger than a datagram.
+fn not_datagrams(subject: Subject) -> bool {
+    !subject.lossy()
+}
+
 pub const CHECKS: &[Check] = &[
     Check {
         name: "sizes",
         applies: always,
         run: sizes,
+    },
+    Check {
+        name: "chunk-boundaries",
+        applies: not_datagrams,
+        run: chunk_boundaries,
     },
     Check {
         name: "ordering",
@@ -213,6 +223,48 @@ fn sizes(subject: Subject) -> Result<(), String> {
         if subject.lossy() {
             sent.push(message);
         }
+    }
+    Ok(())
+}
+
+/// Messages of one byte either side of every shared-memory slot boundary, and of four
+/// whole slots, arrive byte for byte in each direction, each checked by its receiver
+/// alone (an echo could hide a fault that the two directions share): the peer checks the
+/// ones it receives and says so, then sends them back as its own messages, which this
+/// side checks. Over shared memory these messages stream through in 2 to 4 chunks of a
+/// slot each (and the channel says so: `chunk_size`); over a stream they take many reads.
+fn chunk_boundaries(subject: Subject) -> Result<(), String> {
+    let (mut channel, mut peer) = open(subject, "chunks")?;
+    // Shared memory says it cuts messages into slots; streams cut where the kernel does.
+    let chunk = (subject.kind == ChannelKind::Shm).then_some(SLOT);
+    if channel.chunk_size() != chunk {
+        return Err(format!(
+            "the channel's chunk size is {:?}, not {chunk:?}",
+            channel.chunk_size()
+        ));
+    }
+    let limit = subject.limit();
+    let message = |i: usize| bytes(CHUNKED_SEED + i as u64, CHUNKED[i]);
+    for (i, &len) in CHUNKED.iter().enumerate() {
+        channel
+            .send(&message(i), Instant::now() + OP)
+            .map_err(|e| format!("sending the {len}-byte message: {e}"))
+            .map_err(with_stderr(&mut peer))?;
+    }
+    let mut buf = Vec::new();
+    channel
+        .recv(&mut buf, limit, Instant::now() + OP)
+        .map_err(|e| format!("the peer's verdict: {e}"))
+        .map_err(with_stderr(&mut peer))?;
+    if buf != b"ok" {
+        return Err(String::from_utf8_lossy(&buf).into_owned());
+    }
+    for (i, &len) in CHUNKED.iter().enumerate() {
+        channel
+            .recv(&mut buf, limit, Instant::now() + OP)
+            .map_err(|e| format!("receiving the {len}-byte message: {e}"))
+            .map_err(with_stderr(&mut peer))?;
+        compare(&format!("the peer's {len}-byte message"), &message(i), &buf)?;
     }
     Ok(())
 }

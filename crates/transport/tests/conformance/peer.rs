@@ -17,6 +17,23 @@ pub const LIE_LIMIT: usize = 1000;
 pub const LIE_ANNOUNCED: u64 = 1 << 60;
 /// Seed of the one honest message the liar sends first.
 pub const LIE_SEED: u64 = 0x11e;
+/// A shared-memory slot of a channel sized for `support::LIMIT`: its largest, 1 MiB.
+pub const SLOT: usize = 1 << 20;
+/// The chunk-boundary check's messages, each way: one byte either side of every slot
+/// boundary, and four whole slots (the whole ring, and the limit).
+pub const CHUNKED: [usize; 9] = [
+    SLOT - 1,
+    SLOT,
+    SLOT + 1,
+    2 * SLOT - 1,
+    2 * SLOT,
+    2 * SLOT + 1,
+    3 * SLOT - 1,
+    3 * SLOT + 1,
+    4 * SLOT,
+];
+/// Seed of the chunk-boundary check's message `i`: this plus `i`.
+pub const CHUNKED_SEED: u64 = 0xc4_0000;
 
 /// Runs `role` and exits: 0 when it went as planned, 3 with the reason on stderr if not.
 pub fn main(role: &str) -> ! {
@@ -80,6 +97,31 @@ fn run(role: &str) -> Result<(), String> {
                 channel
                     .send(&ordered(i), idle())
                     .map_err(|e| format!("message {i}: {e}"))?;
+            }
+            wait_for_close(channel)
+        }
+        // Receives the CHUNKED messages and checks each byte of each, says "ok" (or the
+        // first difference), then sends them itself.
+        "chunks" => {
+            let mut verdict = String::from("ok");
+            for (i, &len) in CHUNKED.iter().enumerate() {
+                channel
+                    .recv(&mut buf, limit, idle())
+                    .map_err(|e| format!("the {len}-byte message: {e}"))?;
+                if verdict == "ok" {
+                    let what = format!("the {len}-byte message, as the peer received it");
+                    if let Err(e) = compare(&what, &bytes(CHUNKED_SEED + i as u64, len), &buf) {
+                        verdict = e;
+                    }
+                }
+            }
+            channel
+                .send(verdict.as_bytes(), idle())
+                .map_err(|e| e.to_string())?;
+            for (i, &len) in CHUNKED.iter().enumerate() {
+                channel
+                    .send(&bytes(CHUNKED_SEED + i as u64, len), idle())
+                    .map_err(|e| format!("the {len}-byte message: {e}"))?;
             }
             wait_for_close(channel)
         }
