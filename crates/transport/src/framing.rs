@@ -280,10 +280,17 @@ mod scripted {
         reads: VecDeque<io::Result<Vec<u8>>>,
         write_errors: VecDeque<io::ErrorKind>,
         writes: Vec<Vec<u8>>,
+        /// Nothing ever arrives: every read would block.
+        silent: bool,
+        /// Every read timeout set, in order.
+        read_timeouts: Vec<Duration>,
     }
 
     impl Read for Scripted {
         fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.silent {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
             match self.reads.pop_front() {
                 None => Ok(0),
                 Some(Err(e)) => Err(e),
@@ -309,7 +316,8 @@ mod scripted {
     }
 
     impl TimedStream for Scripted {
-        fn set_read_timeout(&mut self, _: Duration) -> io::Result<()> {
+        fn set_read_timeout(&mut self, timeout: Duration) -> io::Result<()> {
+            self.read_timeouts.push(timeout);
             Ok(())
         }
         fn set_write_timeout(&mut self, _: Duration) -> io::Result<()> {
@@ -386,6 +394,32 @@ mod scripted {
             }
             assert!(start.elapsed() < Duration::from_secs(1), "{kind:?}");
         }
+    }
+
+    /// A blocking call waits at most MAX_CALL_WAIT, and less as the deadline nears: the
+    /// socket's timeout is lowered to what is left (and set only when it changes), so a
+    /// receive never overruns its deadline by a whole MAX_CALL_WAIT.
+    #[test]
+    fn the_call_timeout_follows_the_deadline() {
+        let stream = Scripted {
+            silent: true,
+            ..Scripted::default()
+        };
+        let mut f = framed(stream);
+        assert_eq!(f.stream.read_timeouts, vec![MAX_CALL_WAIT]);
+        let start = Instant::now();
+        let result = f.recv(&mut Vec::new(), 10, start + Duration::from_millis(50));
+        assert!(
+            matches!(result, Err(TransportError::Timeout { what: "reply" })),
+            "{result:?}"
+        );
+        let lowered = &f.stream.read_timeouts[1..];
+        assert!(!lowered.is_empty(), "the timeout was never lowered");
+        assert!(lowered[0] <= Duration::from_millis(50), "{lowered:?}");
+        assert!(
+            lowered.windows(2).all(|w| w[0] != w[1]),
+            "set again unchanged: {lowered:?}"
+        );
     }
 
     #[test]
