@@ -184,15 +184,70 @@ mod tests {
     }
 
     #[test]
+    fn median_of_two_odd_middles_and_of_the_largest_values() {
+        assert_eq!(median(&[1, 3]), 2);
+        assert_eq!(median(&[5, 3]), 4);
+        assert_eq!(median(&[2, 3]), 2);
+        assert_eq!(median(&[u64::MAX - 1, u64::MAX]), u64::MAX - 1);
+        assert_eq!(median(&[9]), 9);
+    }
+
+    #[test]
     fn batches_cover_every_sample_and_fold_the_tail_in() {
         let samples: Vec<u64> = (0..95).collect();
         let medians = batch_medians(&samples);
         assert_eq!(batch_size(95), 3);
-        assert_eq!(medians.len(), 31);
-        assert_eq!(medians[0], 1);
-        // The last batch holds samples 90..95.
-        assert_eq!(*medians.last().unwrap(), 92);
+        // Batches of 3: [0, 1, 2] -> 1, [3, 4, 5] -> 4, ...; the last holds 90..95 -> 92.
+        let mut expected: Vec<u64> = (0..30).map(|i| 3 * i + 1).collect();
+        expected.push(92);
+        assert_eq!(medians, expected);
         assert_eq!(batch_medians(&[7, 9]), vec![7, 9]);
+        assert_eq!(batch_medians(&[]), Vec::<u64>::new());
+        assert_eq!(batch_size(0), 1);
+        assert_eq!(batch_size(59), 1);
+        assert_eq!(batch_size(60), 2);
+        assert_eq!(batch_size(3000), 100);
+    }
+
+    #[test]
+    fn quantiles_interpolate_between_ranks() {
+        let sorted = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(quantile(&sorted, 0.0), 1.0);
+        assert_eq!(quantile(&sorted, 0.25), 1.75);
+        assert_eq!(quantile(&sorted, 0.5), 2.5);
+        assert_eq!(quantile(&sorted, 1.0), 4.0);
+        // Outside 0..=1: the ends.
+        assert_eq!(quantile(&sorted, 1.5), 4.0);
+        assert_eq!(quantile(&sorted, -1.0), 1.0);
+        assert_eq!(quantile(&[7.0], 0.3), 7.0);
+        assert!(quantile(&[], 0.5).is_nan());
+    }
+
+    #[test]
+    fn relative_spread_is_the_interquartile_range_over_the_median() {
+        // Quartiles 20 and 40, median 30.
+        let spread = relative_spread(&[50, 10, 40, 20, 30]);
+        assert!((spread - 20.0 / 30.0).abs() < 1e-12, "{spread}");
+        assert_eq!(relative_spread(&[0, 0, 0]), 0.0);
+        assert_eq!(relative_spread(&[0, 0, 9]), 0.0);
+    }
+
+    #[test]
+    fn an_empty_sample_gives_no_evidence_and_no_interval() {
+        assert_eq!(mann_whitney_p(&[], &[1, 2, 3]), 1.0);
+        assert_eq!(mann_whitney_p(&[1, 2, 3], &[]), 1.0);
+        let (low, high) = bootstrap_ratio_interval(&[], &[1, 2, 3], 7);
+        assert!(low.is_nan() && high.is_nan());
+        let (low, high) = bootstrap_ratio_interval(&[1, 2, 3], &[], 7);
+        assert!(low.is_nan() && high.is_nan());
+    }
+
+    #[test]
+    fn seeds_are_fnv1a_of_the_cell_id() {
+        // The FNV-1a 64-bit offset basis, and its published value for "a".
+        assert_eq!(seed_of(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(seed_of("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(seed_of("echo::tcp::200B"), 0xc0d9_e8f7_0aab_00bf);
     }
 
     #[test]
@@ -233,6 +288,8 @@ mod tests {
             (0.5, 0.479_500_122),
             (1.0, 0.157_299_207),
             (2.0, 0.004_677_735),
+            (-0.5, 1.520_499_878),
+            (-2.0, 1.995_322_265),
         ] {
             assert!((erfc(x) - expected).abs() < 2e-7, "erfc({x})");
         }

@@ -268,6 +268,192 @@ mod accepting {
 }
 
 #[cfg(test)]
+mod scripted {
+    use super::*;
+    use crate::Channel;
+    use std::collections::VecDeque;
+
+    /// A stream whose reads return what the test scripted (then end of file) and whose
+    /// writes are recorded, or fail as scripted.
+    #[derive(Default)]
+    struct Scripted {
+        reads: VecDeque<io::Result<Vec<u8>>>,
+        write_errors: VecDeque<io::ErrorKind>,
+        writes: Vec<Vec<u8>>,
+        /// Nothing ever arrives: every read would block.
+        silent: bool,
+        /// Every read timeout set, in order.
+        read_timeouts: Vec<Duration>,
+    }
+
+    impl Read for Scripted {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.silent {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            match self.reads.pop_front() {
+                None => Ok(0),
+                Some(Err(e)) => Err(e),
+                Some(Ok(bytes)) => {
+                    buf[..bytes.len()].copy_from_slice(&bytes);
+                    Ok(bytes.len())
+                }
+            }
+        }
+    }
+
+    impl Write for Scripted {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if let Some(kind) = self.write_errors.pop_front() {
+                return Err(kind.into());
+            }
+            self.writes.push(buf.to_vec());
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl TimedStream for Scripted {
+        fn set_read_timeout(&mut self, timeout: Duration) -> io::Result<()> {
+            self.read_timeouts.push(timeout);
+            Ok(())
+        }
+        fn set_write_timeout(&mut self, _: Duration) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn deadline() -> Instant {
+        Instant::now() + Duration::from_secs(5)
+    }
+
+    fn framed(stream: Scripted) -> Framed<Scripted> {
+        Framed::new(stream).unwrap()
+    }
+
+    /// Up to COALESCE_LIMIT bytes, a message and its header go out in one write; a larger
+    /// one as the header, then the body.
+    #[test]
+    fn a_message_up_to_64_kib_goes_out_with_its_header_in_one_write() {
+        for len in [0, 1, 100, COALESCE_LIMIT] {
+            let mut f = framed(Scripted::default());
+            let message = vec![0x5a; len];
+            f.send(&message, deadline()).unwrap();
+            let mut wire = (len as u64).to_le_bytes().to_vec();
+            wire.extend_from_slice(&message);
+            assert_eq!(f.stream.writes, vec![wire], "{len} bytes");
+        }
+        let mut f = framed(Scripted::default());
+        let message = vec![0xa5; COALESCE_LIMIT + 1];
+        f.send(&message, deadline()).unwrap();
+        let header = ((COALESCE_LIMIT + 1) as u64).to_le_bytes().to_vec();
+        assert_eq!(f.stream.writes, vec![header, message]);
+    }
+
+    /// Would-block, timed-out and interrupted calls are tried again; a reset or a broken
+    /// pipe is the peer gone at once; any other error is an I/O error, at once.
+    #[test]
+    fn read_errors_are_retried_or_end_the_read_by_their_kind() {
+        let header = 3u64.to_le_bytes().to_vec();
+        let mut stream = Scripted::default();
+        for kind in [
+            io::ErrorKind::WouldBlock,
+            io::ErrorKind::TimedOut,
+            io::ErrorKind::Interrupted,
+        ] {
+            stream.reads.push_back(Err(kind.into()));
+        }
+        stream.reads.push_back(Ok(header.clone()));
+        stream
+            .reads
+            .push_back(Err(io::ErrorKind::Interrupted.into()));
+        stream.reads.push_back(Ok(b"abc".to_vec()));
+        let mut buf = Vec::new();
+        framed(stream).recv(&mut buf, 10, deadline()).unwrap();
+        assert_eq!(buf, b"abc");
+        for (kind, closed) in [
+            (io::ErrorKind::ConnectionReset, true),
+            (io::ErrorKind::BrokenPipe, true),
+            (io::ErrorKind::UnexpectedEof, true),
+            (io::ErrorKind::ConnectionAborted, true),
+            (io::ErrorKind::PermissionDenied, false),
+        ] {
+            let mut stream = Scripted::default();
+            stream.reads.push_back(Err(kind.into()));
+            let start = Instant::now();
+            let result = framed(stream).recv(&mut Vec::new(), 10, deadline());
+            match result {
+                Err(TransportError::Closed) if closed => {}
+                Err(TransportError::Io {
+                    context: "receiving",
+                    ..
+                }) if !closed => {}
+                other => panic!("{kind:?}: {other:?}"),
+            }
+            assert!(start.elapsed() < Duration::from_secs(1), "{kind:?}");
+        }
+    }
+
+    /// A blocking call waits at most MAX_CALL_WAIT, and less as the deadline nears: the
+    /// socket's timeout is lowered to what is left (and set only when it changes), so a
+    /// receive never overruns its deadline by a whole MAX_CALL_WAIT.
+    #[test]
+    fn the_call_timeout_follows_the_deadline() {
+        let stream = Scripted {
+            silent: true,
+            ..Scripted::default()
+        };
+        let mut f = framed(stream);
+        assert_eq!(f.stream.read_timeouts, vec![MAX_CALL_WAIT]);
+        let start = Instant::now();
+        let result = f.recv(&mut Vec::new(), 10, start + Duration::from_millis(50));
+        assert!(
+            matches!(result, Err(TransportError::Timeout { what: "reply" })),
+            "{result:?}"
+        );
+        let lowered = &f.stream.read_timeouts[1..];
+        assert!(!lowered.is_empty(), "the timeout was never lowered");
+        assert!(lowered[0] <= Duration::from_millis(50), "{lowered:?}");
+        assert!(
+            lowered.windows(2).all(|w| w[0] != w[1]),
+            "set again unchanged: {lowered:?}"
+        );
+    }
+
+    #[test]
+    fn write_errors_are_retried_or_end_the_send_by_their_kind() {
+        let mut stream = Scripted::default();
+        stream.write_errors.extend([
+            io::ErrorKind::WouldBlock,
+            io::ErrorKind::TimedOut,
+            io::ErrorKind::Interrupted,
+        ]);
+        let mut f = framed(stream);
+        f.send(b"abc", deadline()).unwrap();
+        assert_eq!(f.stream.writes, vec![b"\x03\0\0\0\0\0\0\0abc".to_vec()]);
+        for (kind, closed) in [
+            (io::ErrorKind::BrokenPipe, true),
+            (io::ErrorKind::ConnectionReset, true),
+            (io::ErrorKind::PermissionDenied, false),
+        ] {
+            let mut stream = Scripted::default();
+            stream.write_errors.push_back(kind);
+            let start = Instant::now();
+            match framed(stream).send(b"abc", deadline()) {
+                Err(TransportError::Closed) if closed => {}
+                Err(TransportError::Io {
+                    context: "sending", ..
+                }) if !closed => {}
+                other => panic!("{kind:?}: {other:?}"),
+            }
+            assert!(start.elapsed() < Duration::from_secs(1), "{kind:?}");
+        }
+    }
+}
+
+#[cfg(test)]
 mod properties {
     use super::*;
     use crate::Channel;

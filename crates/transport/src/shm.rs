@@ -149,13 +149,7 @@ impl ShmAcceptor {
                 context: "creating the shared memory segment",
                 source: std::io::Error::other(e.to_string()),
             })?;
-        if shm.len() < layout.len {
-            return Err(TransportError::Corrupt(format!(
-                "the new segment {os_id} is {} bytes, not the {} asked for",
-                shm.len(),
-                layout.len
-            )));
-        }
+        holds(&os_id, shm.len(), layout.len)?;
         let alive = LifeLock::hold(&Path::new(SEGMENT_DIR).join(os_id.trim_start_matches('/')))
             .map_err(TransportError::io("locking the new segment"))?;
         // SAFETY: the mapping is at least layout.len >= SLOTS_AT bytes and page-aligned, so
@@ -218,6 +212,17 @@ impl Acceptor for ShmAcceptor {
             self.shm, layout, self.wake, 0, peer_pid,
         )))
     }
+}
+
+/// A new segment `os_id` mapped `got` bytes: enough for the `wanted` its layout needs, or
+/// the error saying it is not.
+fn holds(os_id: &str, got: usize, wanted: usize) -> Result<(), TransportError> {
+    if got < wanted {
+        return Err(TransportError::Corrupt(format!(
+            "the new segment {os_id} is {got} bytes, not the {wanted} asked for"
+        )));
+    }
+    Ok(())
 }
 
 /// The peer's side: maps the segment named `os_id` and announces itself.
@@ -291,10 +296,11 @@ fn checked_layout(slot_size: u32, slots: u32, real_len: usize) -> Result<Layout,
     Ok(layout)
 }
 
-/// Whether a spinning waiter looks at the clock (its deadline, the other side's liveness)
-/// after `spins` spins: every SPINS_PER_CHECK. Looking more often only costs time.
-fn time_to_look(spins: u32) -> bool {
-    spins.is_multiple_of(SPINS_PER_CHECK)
+/// Whether a spinning waiter spins on without looking at the clock (its deadline, the
+/// other side's liveness) after `spins` spins: it looks every SPINS_PER_CHECK. Looking
+/// more often only costs time.
+fn keep_spinning(spins: u32) -> bool {
+    !spins.is_multiple_of(SPINS_PER_CHECK)
 }
 
 /// When a waiter looks whether the other process still lives: LIVENESS_PERIOD after it
@@ -410,7 +416,7 @@ impl ShmChannel {
                 WakeMode::BusyPoll => {
                     std::hint::spin_loop();
                     spins = spins.wrapping_add(1);
-                    if !time_to_look(spins) {
+                    if keep_spinning(spins) {
                         continue;
                     }
                 }
@@ -439,7 +445,7 @@ impl ShmChannel {
                 counter.value.store(value, Ordering::SeqCst);
                 // Whether the other side sleeps yet is timing: its wake is not counted.
                 let _waking = ipc_matrix_count_window::pause();
-                if counter.sleepers.load(Ordering::SeqCst) > 0 {
+                if counter.sleepers.load(Ordering::SeqCst) != 0 {
                     futex_wake(&counter.value);
                 }
             }
@@ -814,8 +820,87 @@ mod tests {
 
     #[test]
     fn a_spinning_waiter_looks_at_the_clock_every_1024_spins() {
-        let looks: Vec<u32> = (1..=4096).filter(|&s| time_to_look(s)).collect();
+        assert!(keep_spinning(1) && keep_spinning(1023) && !keep_spinning(0));
+        let looks: Vec<u32> = (1..=4096).filter(|&s| !keep_spinning(s)).collect();
         assert_eq!(looks, vec![1024, 2048, 3072, 4096]);
+    }
+
+    #[test]
+    fn a_new_segment_must_hold_its_layout() {
+        assert!(holds("/s", 4096, 4096).is_ok());
+        assert!(holds("/s", 8192, 4096).is_ok());
+        match holds("/s", 4095, 4096) {
+            Err(TransportError::Corrupt(why)) => {
+                assert_eq!(
+                    why,
+                    "the new segment /s is 4095 bytes, not the 4096 asked for"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// CPU time this thread has used.
+    fn thread_cpu_time() -> Duration {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes one timespec into the valid pointer given.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    }
+
+    /// Blocking mode blocks: 300 ms of waiting for nothing cost the waiter almost no CPU
+    /// (a spinning waiter would burn most of the 300 ms).
+    #[test]
+    fn a_blocking_waiter_sleeps_rather_than_spins() {
+        let (_owner, peer) = both_ends(WakeMode::Blocking);
+        let head = &peer.ring(peer.rx).head;
+        let before = thread_cpu_time();
+        let start = Instant::now();
+        let wait = Duration::from_millis(300);
+        let result = peer.wait_for(head, |_| false, start + wait, "test");
+        assert!(
+            matches!(result, Err(TransportError::Timeout { .. })),
+            "{result:?}"
+        );
+        assert!(start.elapsed() >= wait);
+        let used = thread_cpu_time() - before;
+        assert!(
+            used < Duration::from_millis(30),
+            "{used:?} of CPU in {wait:?} of waiting"
+        );
+    }
+
+    /// A blocking waiter is woken by the other side's publish, not by the end of its
+    /// sleep (one liveness period, 20 ms): 50 round trips between two threads take far
+    /// less than the 2 s that sleeping out every wait would.
+    #[test]
+    fn a_blocking_waiter_is_woken_by_the_publish() {
+        let (mut owner, mut peer) = both_ends(WakeMode::Blocking);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let echo = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            for _ in 0..50 {
+                peer.recv(&mut buf, 4096, deadline)?;
+                peer.send(&buf, deadline)?;
+            }
+            Ok::<(), TransportError>(())
+        });
+        let start = Instant::now();
+        let mut buf = Vec::new();
+        for i in 0..50u8 {
+            owner.send(&[i; 100], deadline).unwrap();
+            owner.recv(&mut buf, 4096, deadline).unwrap();
+            assert_eq!(buf, [i; 100]);
+        }
+        let took = start.elapsed();
+        echo.join().unwrap().unwrap();
+        assert!(
+            took < Duration::from_millis(500),
+            "50 round trips took {took:?}"
+        );
     }
 
     #[test]
