@@ -374,3 +374,54 @@ fn a_machine_that_changed_during_the_cell_only_informs() {
         v.cells[0].notes
     );
 }
+
+#[test]
+fn a_run_counts_its_verdicts_and_lists_only_gating_timing_regressions() {
+    let base = baseline_of(&run(&native(), &[40_000, 35_000, 30_000], 1));
+    // tcp twice as slow, udp twice as fast, local the same.
+    let v = judge(
+        &run(&native(), &[80_000, 17_500, 30_000], 2),
+        Some(&base),
+        RegressionPolicy::default(),
+    );
+    let counts: Vec<usize> = [
+        Verdict::Regressed,
+        Verdict::Improved,
+        Verdict::Unchanged,
+        Verdict::New,
+        Verdict::Failed,
+    ]
+    .iter()
+    .map(|&verdict| v.count(verdict))
+    .collect();
+    assert_eq!(counts, [1, 1, 1, 0, 0]);
+    let regressed: Vec<&str> = v.timing_regressions().map(|c| c.cell_id.as_str()).collect();
+    assert_eq!(regressed, ["echo::tcp::200B"]);
+    // The same slowdown on an emulated leg regresses but does not gate: not listed.
+    let qemu = fixture::environment("qemu", CPU);
+    let v = judge(
+        &run(&qemu, &[80_000, 35_000, 30_000], 2),
+        Some(&base),
+        RegressionPolicy::default(),
+    );
+    assert_eq!(v.count(Verdict::Regressed), 1);
+    assert_eq!(v.timing_regressions().count(), 0);
+}
+
+#[test]
+fn verdicts_have_the_names_reports_print() {
+    let names: Vec<&str> = [
+        Verdict::Improved,
+        Verdict::Unchanged,
+        Verdict::Regressed,
+        Verdict::New,
+        Verdict::Failed,
+    ]
+    .iter()
+    .map(|v| v.as_str())
+    .collect();
+    assert_eq!(
+        names,
+        ["improved", "unchanged", "regressed", "new", "failed"]
+    );
+}
