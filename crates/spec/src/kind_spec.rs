@@ -11,29 +11,27 @@ use crate::units::DurationSpec;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// Everything the spec knows of one scenario kind, implemented in its module.
-pub(crate) trait KindSpec {
-    /// What a scenario of this kind holds: its settings, with a list where its cells vary
-    /// (codecs, sinks, numbers of threads).
-    type Scenario;
-    /// What one cell of this kind holds: the settings of that cell alone.
+/// The settings a scenario holds and how its cells come out of them: implemented once per
+/// settings type, which kinds may share (`echo` and `bulk`, `fan-out` and `fan-in`, `rpc`
+/// and `req-rep`).
+pub(crate) trait Settings: Sized {
+    /// What one cell holds: the settings of that cell alone.
     type Cell;
-
-    /// Its name, transports, keys and limits.
-    const ABOUT: About;
 
     /// Reads the kind's own keys of a scenario entry (those it does not take are refused
     /// already); None when one is wrong, each problem pushed where it is.
-    fn parse(keys: &mut Keys<'_>) -> Option<Self::Scenario>;
+    fn parse(keys: &mut Keys<'_>) -> Option<Self>;
 
     /// Applies a profile's overrides, each checked to name a key of this kind.
-    fn override_with(scenario: &mut Self::Scenario, overrides: &Overrides);
+    fn override_with(&mut self, overrides: &Overrides);
 
     /// How many variants its cells come in (codecs, sinks, load shapes); None over 64 bits.
-    fn variant_count(scenario: &Self::Scenario) -> Option<u64>;
+    fn variant_count(&self) -> Option<u64> {
+        Some(1)
+    }
 
     /// The settings of each variant's cells, in order.
-    fn cells(scenario: &Self::Scenario) -> Vec<Self::Cell>;
+    fn cells(&self) -> Vec<Self::Cell>;
 
     /// What sets a cell apart within its scenario and transport, in its id: the codec,
     /// the log sink, the load shape; None for kinds whose cells vary by nothing else.
@@ -44,6 +42,49 @@ pub(crate) trait KindSpec {
     /// The codec of the frames, for kinds that carry sensor frames.
     fn codec(_cell: &Self::Cell) -> Option<CodecKind> {
         None
+    }
+}
+
+/// Everything the spec knows of one scenario kind, implemented in its module: its facts
+/// and limits; its settings come from [`Settings`], which the methods below hand over to.
+pub(crate) trait KindSpec {
+    /// What a scenario of this kind holds: its settings, with a list where its cells vary
+    /// (codecs, sinks, numbers of threads).
+    type Scenario: Settings<Cell = Self::Cell>;
+    /// What one cell of this kind holds: the settings of that cell alone.
+    type Cell;
+
+    /// Its name, transports, keys and limits.
+    const ABOUT: About;
+
+    /// See [`Settings::parse`].
+    fn parse(keys: &mut Keys<'_>) -> Option<Self::Scenario> {
+        Self::Scenario::parse(keys)
+    }
+
+    /// See [`Settings::override_with`].
+    fn override_with(scenario: &mut Self::Scenario, overrides: &Overrides) {
+        scenario.override_with(overrides);
+    }
+
+    /// See [`Settings::variant_count`].
+    fn variant_count(scenario: &Self::Scenario) -> Option<u64> {
+        scenario.variant_count()
+    }
+
+    /// See [`Settings::cells`].
+    fn cells(scenario: &Self::Scenario) -> Vec<Self::Cell> {
+        scenario.cells()
+    }
+
+    /// See [`Settings::variant_label`].
+    fn variant_label(cell: &Self::Cell) -> Option<String> {
+        Self::Scenario::variant_label(cell)
+    }
+
+    /// See [`Settings::codec`].
+    fn codec(cell: &Self::Cell) -> Option<CodecKind> {
+        Self::Scenario::codec(cell)
     }
 
     /// Roughly the bytes a cell's messages take over all its processes (the processes'
@@ -114,4 +155,22 @@ pub(crate) fn override_duration(given: &Option<DurationSpec>, value: &mut Durati
 pub struct Calls {
     /// The deadline of one call (one request and its reply).
     pub timeout: Duration,
+}
+
+impl Settings for Calls {
+    type Cell = Calls;
+
+    fn parse(keys: &mut Keys<'_>) -> Option<Calls> {
+        Some(Calls {
+            timeout: keys.timeout()?,
+        })
+    }
+
+    fn override_with(&mut self, overrides: &Overrides) {
+        override_duration(&overrides.timeout, &mut self.timeout);
+    }
+
+    fn cells(&self) -> Vec<Calls> {
+        vec![*self]
+    }
 }

@@ -2,7 +2,7 @@
 //! sent back and decoded: serialization and transport together, one cell per codec.
 
 use crate::keys::Keys;
-use crate::kind_spec::{override_duration, About, KindSpec, OverMaxPayload};
+use crate::kind_spec::{override_duration, About, KindSpec, OverMaxPayload, Settings};
 use crate::limits::{MAX_FRAME_PAYLOAD, MAX_ROUND_TRIPS};
 use crate::model::{CodecKind, Overrides, TransportKind};
 use serde::{Deserialize, Serialize};
@@ -28,6 +28,43 @@ pub struct Frames {
 /// Sensor frames through a codec, there and back.
 pub(crate) struct Codec;
 
+impl Settings for CodecScenario {
+    type Cell = Frames;
+
+    fn parse(keys: &mut Keys<'_>) -> Option<CodecScenario> {
+        let codecs = keys.codecs();
+        let timeout = keys.timeout();
+        Some(CodecScenario {
+            codecs: codecs?,
+            timeout: timeout?,
+        })
+    }
+
+    fn override_with(&mut self, overrides: &Overrides) {
+        override_duration(&overrides.timeout, &mut self.timeout);
+    }
+
+    fn variant_count(&self) -> Option<u64> {
+        Some(self.codecs.len() as u64)
+    }
+
+    fn cells(&self) -> Vec<Frames> {
+        let timeout = self.timeout;
+        self.codecs
+            .iter()
+            .map(|&codec| Frames { codec, timeout })
+            .collect()
+    }
+
+    fn variant_label(frames: &Frames) -> Option<String> {
+        Some(frames.codec.to_string())
+    }
+
+    fn codec(frames: &Frames) -> Option<CodecKind> {
+        Some(frames.codec)
+    }
+}
+
 impl KindSpec for Codec {
     type Scenario = CodecScenario;
     type Cell = Frames;
@@ -45,38 +82,4 @@ impl KindSpec for Codec {
         // frame, re-encoding.
         payload_copies: 8,
     };
-
-    fn parse(keys: &mut Keys<'_>) -> Option<CodecScenario> {
-        let codecs = keys.codecs();
-        let timeout = keys.timeout();
-        Some(CodecScenario {
-            codecs: codecs?,
-            timeout: timeout?,
-        })
-    }
-
-    fn override_with(scenario: &mut CodecScenario, overrides: &Overrides) {
-        override_duration(&overrides.timeout, &mut scenario.timeout);
-    }
-
-    fn variant_count(scenario: &CodecScenario) -> Option<u64> {
-        Some(scenario.codecs.len() as u64)
-    }
-
-    fn cells(scenario: &CodecScenario) -> Vec<Frames> {
-        let timeout = scenario.timeout;
-        scenario
-            .codecs
-            .iter()
-            .map(|&codec| Frames { codec, timeout })
-            .collect()
-    }
-
-    fn variant_label(frames: &Frames) -> Option<String> {
-        Some(frames.codec.to_string())
-    }
-
-    fn codec(frames: &Frames) -> Option<CodecKind> {
-        Some(frames.codec)
-    }
 }

@@ -2,7 +2,7 @@
 //! with their throughput): the payload bytes, echoed by the peer.
 
 use crate::keys::Keys;
-use crate::kind_spec::{override_duration, About, KindSpec, OverMaxPayload};
+use crate::kind_spec::{override_duration, About, KindSpec, OverMaxPayload, Settings};
 use crate::limits::{MAX_PAYLOAD, MAX_ROUND_TRIPS};
 use crate::model::{Overrides, TransportKind};
 use serde::{Deserialize, Serialize};
@@ -42,66 +42,46 @@ const fn about(name: &'static str) -> About {
     }
 }
 
-/// `timeout` and `max_loss`: a loss is allowed only over udp.
-fn parse(keys: &mut Keys<'_>) -> Option<Echoes> {
-    let timeout = keys.timeout();
-    let max_loss = keys.max_loss();
-    if keys.raw.max_loss.is_some() && !keys.raw.transports.contains(&TransportKind::Udp) {
-        let kind = keys.name;
-        keys.problem(
-            "max_loss",
-            format!(
-                "only udp loses messages, and this {kind} scenario does not list it; remove `max_loss` or add udp to transports"
-            ),
-        );
-        return None;
+impl Settings for Echoes {
+    type Cell = Echoes;
+
+    /// `timeout` and `max_loss`: a loss is allowed only over udp.
+    fn parse(keys: &mut Keys<'_>) -> Option<Echoes> {
+        let timeout = keys.timeout();
+        let max_loss = keys.max_loss();
+        if keys.raw.max_loss.is_some() && !keys.raw.transports.contains(&TransportKind::Udp) {
+            let kind = keys.name;
+            keys.problem(
+                "max_loss",
+                format!(
+                    "only udp loses messages, and this {kind} scenario does not list it; remove `max_loss` or add udp to transports"
+                ),
+            );
+            return None;
+        }
+        Some(Echoes {
+            timeout: timeout?,
+            max_loss: max_loss?,
+        })
     }
-    Some(Echoes {
-        timeout: timeout?,
-        max_loss: max_loss?,
-    })
+
+    fn override_with(&mut self, overrides: &Overrides) {
+        override_duration(&overrides.timeout, &mut self.timeout);
+    }
+
+    fn cells(&self) -> Vec<Echoes> {
+        vec![*self]
+    }
 }
 
 impl KindSpec for Echo {
     type Scenario = Echoes;
     type Cell = Echoes;
     const ABOUT: About = about("echo");
-
-    fn parse(keys: &mut Keys<'_>) -> Option<Echoes> {
-        parse(keys)
-    }
-
-    fn override_with(echoes: &mut Echoes, overrides: &Overrides) {
-        override_duration(&overrides.timeout, &mut echoes.timeout);
-    }
-
-    fn variant_count(_: &Echoes) -> Option<u64> {
-        Some(1)
-    }
-
-    fn cells(echoes: &Echoes) -> Vec<Echoes> {
-        vec![*echoes]
-    }
 }
 
 impl KindSpec for Bulk {
     type Scenario = Echoes;
     type Cell = Echoes;
     const ABOUT: About = about("bulk");
-
-    fn parse(keys: &mut Keys<'_>) -> Option<Echoes> {
-        parse(keys)
-    }
-
-    fn override_with(echoes: &mut Echoes, overrides: &Overrides) {
-        override_duration(&overrides.timeout, &mut echoes.timeout);
-    }
-
-    fn variant_count(_: &Echoes) -> Option<u64> {
-        Some(1)
-    }
-
-    fn cells(echoes: &Echoes) -> Vec<Echoes> {
-        vec![*echoes]
-    }
 }

@@ -4,7 +4,7 @@
 //! deadline is dropped.
 
 use crate::keys::Keys;
-use crate::kind_spec::{override_duration, About, KindSpec, OverMaxPayload};
+use crate::kind_spec::{override_duration, About, KindSpec, OverMaxPayload, Settings};
 use crate::limits::{MAX_FRAME_PAYLOAD, MAX_ROUND_TRIPS};
 use crate::model::{CodecKind, Overrides, TransportKind};
 use serde::{Deserialize, Serialize};
@@ -59,90 +59,61 @@ const fn about(name: &'static str) -> About {
     }
 }
 
-fn parse(keys: &mut Keys<'_>) -> Option<FanScenario> {
-    let raw = keys.raw;
-    let codecs = keys.codecs();
-    let frame_deadline = keys.required_duration(
-        "frame_deadline",
-        raw.frame_deadline.as_ref(),
-        "how late a frame may arrive before it counts as dropped, e.g. 2s",
-    );
-    let max_loss = keys.max_loss();
-    Some(FanScenario {
-        codecs: codecs?,
-        frame_deadline: frame_deadline?,
-        max_loss: max_loss?,
-    })
-}
+impl Settings for FanScenario {
+    type Cell = Fan;
 
-fn cells(scenario: &FanScenario) -> Vec<Fan> {
-    scenario
-        .codecs
-        .iter()
-        .map(|&codec| Fan {
-            codec,
-            frame_deadline: scenario.frame_deadline,
-            max_loss: scenario.max_loss,
+    fn parse(keys: &mut Keys<'_>) -> Option<FanScenario> {
+        let raw = keys.raw;
+        let codecs = keys.codecs();
+        let frame_deadline = keys.required_duration(
+            "frame_deadline",
+            raw.frame_deadline.as_ref(),
+            "how late a frame may arrive before it counts as dropped, e.g. 2s",
+        );
+        let max_loss = keys.max_loss();
+        Some(FanScenario {
+            codecs: codecs?,
+            frame_deadline: frame_deadline?,
+            max_loss: max_loss?,
         })
-        .collect()
+    }
+
+    fn override_with(&mut self, overrides: &Overrides) {
+        override_duration(&overrides.frame_deadline, &mut self.frame_deadline);
+    }
+
+    fn variant_count(&self) -> Option<u64> {
+        Some(self.codecs.len() as u64)
+    }
+
+    fn cells(&self) -> Vec<Fan> {
+        self.codecs
+            .iter()
+            .map(|&codec| Fan {
+                codec,
+                frame_deadline: self.frame_deadline,
+                max_loss: self.max_loss,
+            })
+            .collect()
+    }
+
+    fn variant_label(fan: &Fan) -> Option<String> {
+        Some(fan.codec.to_string())
+    }
+
+    fn codec(fan: &Fan) -> Option<CodecKind> {
+        Some(fan.codec)
+    }
 }
 
 impl KindSpec for FanOut {
     type Scenario = FanScenario;
     type Cell = Fan;
     const ABOUT: About = about("fan-out");
-
-    fn parse(keys: &mut Keys<'_>) -> Option<FanScenario> {
-        parse(keys)
-    }
-
-    fn override_with(scenario: &mut FanScenario, overrides: &Overrides) {
-        override_duration(&overrides.frame_deadline, &mut scenario.frame_deadline);
-    }
-
-    fn variant_count(scenario: &FanScenario) -> Option<u64> {
-        Some(scenario.codecs.len() as u64)
-    }
-
-    fn cells(scenario: &FanScenario) -> Vec<Fan> {
-        cells(scenario)
-    }
-
-    fn variant_label(fan: &Fan) -> Option<String> {
-        Some(fan.codec.to_string())
-    }
-
-    fn codec(fan: &Fan) -> Option<CodecKind> {
-        Some(fan.codec)
-    }
 }
 
 impl KindSpec for FanIn {
     type Scenario = FanScenario;
     type Cell = Fan;
     const ABOUT: About = about("fan-in");
-
-    fn parse(keys: &mut Keys<'_>) -> Option<FanScenario> {
-        parse(keys)
-    }
-
-    fn override_with(scenario: &mut FanScenario, overrides: &Overrides) {
-        override_duration(&overrides.frame_deadline, &mut scenario.frame_deadline);
-    }
-
-    fn variant_count(scenario: &FanScenario) -> Option<u64> {
-        Some(scenario.codecs.len() as u64)
-    }
-
-    fn cells(scenario: &FanScenario) -> Vec<Fan> {
-        cells(scenario)
-    }
-
-    fn variant_label(fan: &Fan) -> Option<String> {
-        Some(fan.codec.to_string())
-    }
-
-    fn codec(fan: &Fan) -> Option<CodecKind> {
-        Some(fan.codec)
-    }
 }

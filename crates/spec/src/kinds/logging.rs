@@ -3,7 +3,7 @@
 //! logged.
 
 use crate::keys::Keys;
-use crate::kind_spec::{override_duration, About, KindSpec, OverMaxPayload};
+use crate::kind_spec::{override_duration, About, KindSpec, OverMaxPayload, Settings};
 use crate::model::{Overrides, TransportKind};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -71,22 +71,8 @@ impl fmt::Display for LogSink {
 /// Log lines written to a file.
 pub(crate) struct Logging;
 
-impl KindSpec for Logging {
-    type Scenario = LoggingScenario;
+impl Settings for LoggingScenario {
     type Cell = LogWrite;
-    const ABOUT: About = About {
-        name: "logging",
-        transports: &[TransportKind::File],
-        keys: &["sinks", "budget"],
-        max_payload: MAX_LOG_LINE,
-        over_max_payload: OverMaxPayload::NotA("log line"),
-        stamp: 16,
-        max_round_trips: MAX_LOG_LINES,
-        round_trips: "lines",
-        processes: 1,
-        // The lines in memory and the file read back.
-        payload_copies: 2,
-    };
 
     fn parse(keys: &mut Keys<'_>) -> Option<LoggingScenario> {
         let raw = keys.raw;
@@ -106,18 +92,17 @@ impl KindSpec for Logging {
         })
     }
 
-    fn override_with(scenario: &mut LoggingScenario, overrides: &Overrides) {
-        override_duration(&overrides.budget, &mut scenario.budget);
+    fn override_with(&mut self, overrides: &Overrides) {
+        override_duration(&overrides.budget, &mut self.budget);
     }
 
-    fn variant_count(scenario: &LoggingScenario) -> Option<u64> {
-        Some(scenario.sinks.len() as u64)
+    fn variant_count(&self) -> Option<u64> {
+        Some(self.sinks.len() as u64)
     }
 
-    fn cells(scenario: &LoggingScenario) -> Vec<LogWrite> {
-        let budget = scenario.budget;
-        scenario
-            .sinks
+    fn cells(&self) -> Vec<LogWrite> {
+        let budget = self.budget;
+        self.sinks
             .iter()
             .map(|&sink| LogWrite { sink, budget })
             .collect()
@@ -126,6 +111,24 @@ impl KindSpec for Logging {
     fn variant_label(write: &LogWrite) -> Option<String> {
         Some(write.sink.to_string())
     }
+}
+
+impl KindSpec for Logging {
+    type Scenario = LoggingScenario;
+    type Cell = LogWrite;
+    const ABOUT: About = About {
+        name: "logging",
+        transports: &[TransportKind::File],
+        keys: &["sinks", "budget"],
+        max_payload: MAX_LOG_LINE,
+        over_max_payload: OverMaxPayload::NotA("log line"),
+        stamp: 16,
+        max_round_trips: MAX_LOG_LINES,
+        round_trips: "lines",
+        processes: 1,
+        // The lines in memory and the file read back.
+        payload_copies: 2,
+    };
 
     /// Every line, in memory and read back from the file.
     fn messages_need(_: &LogWrite, payload: u64, round_trips: Option<u64>) -> Option<u64> {

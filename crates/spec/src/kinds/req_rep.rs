@@ -1,10 +1,9 @@
 //! `req-rep` (seed 001): ZeroMQ REQ/REP echo (`zmq`, libzmq built from source for every
 //! target).
 
-use crate::keys::Keys;
-use crate::kind_spec::{override_duration, About, Calls, KindSpec, OverMaxPayload};
+use crate::kind_spec::{About, Calls, KindSpec, OverMaxPayload};
 use crate::limits::{MAX_PAYLOAD, MAX_ROUND_TRIPS};
-use crate::model::{Overrides, TransportKind};
+use crate::model::TransportKind;
 
 /// ZeroMQ REQ/REP requests.
 pub(crate) struct ReqRep;
@@ -25,22 +24,4 @@ impl KindSpec for ReqRep {
         // Request, the library's message and the reply; the peer's message and its copy.
         payload_copies: 5,
     };
-
-    fn parse(keys: &mut Keys<'_>) -> Option<Calls> {
-        Some(Calls {
-            timeout: keys.timeout()?,
-        })
-    }
-
-    fn override_with(calls: &mut Calls, overrides: &Overrides) {
-        override_duration(&overrides.timeout, &mut calls.timeout);
-    }
-
-    fn variant_count(_: &Calls) -> Option<u64> {
-        Some(1)
-    }
-
-    fn cells(calls: &Calls) -> Vec<Calls> {
-        vec![*calls]
-    }
 }

@@ -1,10 +1,9 @@
 //! `rpc` (seed 000): a Cap'n Proto RPC interface (`capnp-rpc`) with one method that takes
 //! bytes and returns them; the peer serves it.
 
-use crate::keys::Keys;
-use crate::kind_spec::{override_duration, About, Calls, KindSpec, OverMaxPayload};
+use crate::kind_spec::{About, Calls, KindSpec, OverMaxPayload};
 use crate::limits::{MAX_FRAME_PAYLOAD, MAX_ROUND_TRIPS};
-use crate::model::{Overrides, TransportKind};
+use crate::model::TransportKind;
 
 /// Calls of a Cap'n Proto RPC method.
 pub(crate) struct Rpc;
@@ -26,22 +25,4 @@ impl KindSpec for Rpc {
         // Request, its encoding and the response; the peer's request and response.
         payload_copies: 6,
     };
-
-    fn parse(keys: &mut Keys<'_>) -> Option<Calls> {
-        Some(Calls {
-            timeout: keys.timeout()?,
-        })
-    }
-
-    fn override_with(calls: &mut Calls, overrides: &Overrides) {
-        override_duration(&overrides.timeout, &mut calls.timeout);
-    }
-
-    fn variant_count(_: &Calls) -> Option<u64> {
-        Some(1)
-    }
-
-    fn cells(calls: &Calls) -> Vec<Calls> {
-        vec![*calls]
-    }
 }

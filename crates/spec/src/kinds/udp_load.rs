@@ -3,7 +3,7 @@
 //! rate. One cell per number of clients and of server threads.
 
 use crate::keys::{check_thread_counts, Keys};
-use crate::kind_spec::{override_duration, About, KindSpec, OverMaxPayload};
+use crate::kind_spec::{override_duration, About, KindSpec, OverMaxPayload, Settings};
 use crate::limits::SLACK;
 use crate::model::{Overrides, TransportKind};
 use crate::units::UDP_MAX_PAYLOAD;
@@ -63,6 +63,68 @@ impl LoadShape {
 /// Client threads sending UDP requests to a peer with several receiving threads.
 pub(crate) struct UdpLoad;
 
+impl Settings for LoadScenario {
+    type Cell = Load;
+
+    fn parse(keys: &mut Keys<'_>) -> Option<LoadScenario> {
+        let raw = keys.raw;
+        let clients = threads(keys, "clients", raw.clients.as_deref());
+        let server_threads = threads(keys, "server_threads", raw.server_threads.as_deref());
+        let duration = keys.required_duration(
+            "duration",
+            raw.duration.as_ref(),
+            "how long the clients send, e.g. 5s",
+        );
+        let timeout = keys.timeout();
+        let max_loss = keys.max_loss();
+        Some(LoadScenario {
+            clients: clients?,
+            server_threads: server_threads?,
+            duration: duration?,
+            timeout: timeout?,
+            max_loss: max_loss?,
+        })
+    }
+
+    fn override_with(&mut self, overrides: &Overrides) {
+        if let Some(given) = &overrides.clients {
+            self.clients.clone_from(given);
+        }
+        if let Some(given) = &overrides.server_threads {
+            self.server_threads.clone_from(given);
+        }
+        override_duration(&overrides.duration, &mut self.duration);
+        override_duration(&overrides.timeout, &mut self.timeout);
+    }
+
+    fn variant_count(&self) -> Option<u64> {
+        (self.clients.len() as u64).checked_mul(self.server_threads.len() as u64)
+    }
+
+    /// Clients, then server threads.
+    fn cells(&self) -> Vec<Load> {
+        let (duration, timeout, max_loss) = (self.duration, self.timeout, self.max_loss);
+        self.clients
+            .iter()
+            .flat_map(|&clients| {
+                self.server_threads.iter().map(move |&server_threads| Load {
+                    shape: LoadShape {
+                        clients,
+                        server_threads,
+                        duration,
+                    },
+                    timeout,
+                    max_loss,
+                })
+            })
+            .collect()
+    }
+
+    fn variant_label(load: &Load) -> Option<String> {
+        Some(load.shape.label())
+    }
+}
+
 impl KindSpec for UdpLoad {
     type Scenario = LoadScenario;
     type Cell = Load;
@@ -85,69 +147,6 @@ impl KindSpec for UdpLoad {
         // Per client thread: request and reply (the clients are counted apart).
         payload_copies: 2,
     };
-
-    fn parse(keys: &mut Keys<'_>) -> Option<LoadScenario> {
-        let raw = keys.raw;
-        let clients = threads(keys, "clients", raw.clients.as_deref());
-        let server_threads = threads(keys, "server_threads", raw.server_threads.as_deref());
-        let duration = keys.required_duration(
-            "duration",
-            raw.duration.as_ref(),
-            "how long the clients send, e.g. 5s",
-        );
-        let timeout = keys.timeout();
-        let max_loss = keys.max_loss();
-        Some(LoadScenario {
-            clients: clients?,
-            server_threads: server_threads?,
-            duration: duration?,
-            timeout: timeout?,
-            max_loss: max_loss?,
-        })
-    }
-
-    fn override_with(scenario: &mut LoadScenario, overrides: &Overrides) {
-        if let Some(given) = &overrides.clients {
-            scenario.clients.clone_from(given);
-        }
-        if let Some(given) = &overrides.server_threads {
-            scenario.server_threads.clone_from(given);
-        }
-        override_duration(&overrides.duration, &mut scenario.duration);
-        override_duration(&overrides.timeout, &mut scenario.timeout);
-    }
-
-    fn variant_count(scenario: &LoadScenario) -> Option<u64> {
-        (scenario.clients.len() as u64).checked_mul(scenario.server_threads.len() as u64)
-    }
-
-    /// Clients, then server threads.
-    fn cells(scenario: &LoadScenario) -> Vec<Load> {
-        let (duration, timeout, max_loss) =
-            (scenario.duration, scenario.timeout, scenario.max_loss);
-        scenario
-            .clients
-            .iter()
-            .flat_map(|&clients| {
-                scenario
-                    .server_threads
-                    .iter()
-                    .map(move |&server_threads| Load {
-                        shape: LoadShape {
-                            clients,
-                            server_threads,
-                            duration,
-                        },
-                        timeout,
-                        max_loss,
-                    })
-            })
-            .collect()
-    }
-
-    fn variant_label(load: &Load) -> Option<String> {
-        Some(load.shape.label())
-    }
 
     /// Each client's buffers and kept samples, each server thread's message, and the
     /// samples gathered into one list at the end.
