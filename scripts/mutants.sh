@@ -12,9 +12,11 @@
 #            ends is stopped and reported as partial; files not started, as not run.
 #   FILE     the files to mutate (default: the five below).
 #
-# Writes, under $CARGO_TARGET_DIR (default target/): mutants/<file>/mutants.out/
-# (cargo-mutants' own output: caught.txt, missed.txt, timeout.txt, unviable.txt, logs)
-# and mutants/summary.md, which it also prints. Exit status: 0 when every file was tested
+# Builds in mutants-build/ under $CARGO_TARGET_DIR (default target/; MUTANTS_TARGET_DIR
+# overrides it), which nothing else may build in while it runs. Writes, under
+# $CARGO_TARGET_DIR: mutants/<file>/mutants.out/ (cargo-mutants' own output: caught.txt,
+# missed.txt, timeout.txt, unviable.txt, logs) and mutants/summary.md, which it also
+# prints. Exit status: 0 when every file was tested
 # whole and nothing was missed, 1 when a mutant was missed, 2 when the budget ran out
 # first. A mutant that makes the tests hang (a timeout) is listed, and does not fail.
 #
@@ -52,10 +54,13 @@ if ! cargo mutants --version 2>/dev/null | grep -qx "cargo-mutants $CARGO_MUTANT
   cargo install --locked "cargo-mutants@$CARGO_MUTANTS_VERSION"
 fi
 
-# The copies cargo-mutants builds in share this target folder: dependencies are built
-# once, not once per copy.
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-out="$CARGO_TARGET_DIR/mutants"
+# The copies cargo-mutants builds in share a target folder of their own: dependencies are
+# built once, not once per copy, and nothing else builds there. Cargo records a workspace
+# file by its path inside the workspace, so a build of this tree into the same folder
+# would take a mutant's artifacts for up to date (and the other way round).
+base_target="${CARGO_TARGET_DIR:-$PWD/target}"
+export CARGO_TARGET_DIR="${MUTANTS_TARGET_DIR:-$base_target/mutants-build}"
+out="$base_target/mutants"
 mkdir -p "$out"
 deadline=$(( $(date +%s) + budget_minutes * 60 ))
 

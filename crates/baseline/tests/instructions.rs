@@ -127,3 +127,25 @@ fn a_cell_without_a_counted_baseline_is_new() {
     assert_eq!(instruction_verdict(&v), (Verdict::New, true));
     assert_eq!(v.gating_regressions().count(), 0);
 }
+
+/// A change of exactly the margin is within it: 101 or 99 instructions where the baseline
+/// counted 100 are unchanged (1 % either way), 102 and 98 are not.
+#[test]
+fn a_change_of_exactly_the_margin_is_unchanged() {
+    assert_eq!(101.0 / 100.0, 1.0 + INSTRUCTION_MIN_CHANGE);
+    assert_eq!(99.0 / 100.0, 1.0 - INSTRUCTION_MIN_CHANGE);
+    let base = baseline_of(&[counted(60.0, 40.0)]);
+    for (measuring, expected) in [
+        (61.0, Verdict::Unchanged),
+        (59.0, Verdict::Unchanged),
+        (62.0, Verdict::Regressed),
+        (58.0, Verdict::Improved),
+    ] {
+        let v = judged(counted(measuring, 40.0), &base);
+        assert_eq!(
+            instruction_verdict(&v),
+            (expected, true),
+            "{measuring} + 40"
+        );
+    }
+}

@@ -376,6 +376,158 @@ fn a_machine_that_changed_during_the_cell_only_informs() {
 }
 
 #[test]
+fn verdicts_are_named_and_counted() {
+    let names: Vec<&str> = [
+        Verdict::Improved,
+        Verdict::Unchanged,
+        Verdict::Regressed,
+        Verdict::New,
+        Verdict::Failed,
+    ]
+    .iter()
+    .map(|v| v.as_str())
+    .collect();
+    assert_eq!(
+        names,
+        ["improved", "unchanged", "regressed", "new", "failed"]
+    );
+
+    let base = baseline_of(&run(&native(), &[40_000, 35_000, 30_000], 1));
+    let v = judge(
+        &run(&native(), &[80_000, 35_000, 15_000], 2),
+        Some(&base),
+        RegressionPolicy::default(),
+    );
+    assert_eq!(
+        verdicts(&v),
+        [
+            ("echo::tcp::200B", Verdict::Regressed, true),
+            ("echo::udp::200B", Verdict::Unchanged, true),
+            ("echo::local::200B", Verdict::Improved, true),
+        ]
+    );
+    assert_eq!(v.count(Verdict::Regressed), 1);
+    assert_eq!(v.count(Verdict::Unchanged), 1);
+    assert_eq!(v.count(Verdict::Improved), 1);
+    assert_eq!(v.count(Verdict::Failed), 0);
+    let ids = |cells: Vec<&ipc_matrix_baseline::CellVerdict>| -> Vec<String> {
+        cells.iter().map(|c| c.cell_id.clone()).collect()
+    };
+    assert_eq!(ids(v.timing_regressions().collect()), ["echo::tcp::200B"]);
+    assert_eq!(ids(v.gating_regressions().collect()), ["echo::tcp::200B"]);
+
+    // A regression that only informs is not a timing regression that gates.
+    let mut current = run(&native(), &[80_000, 35_000, 15_000], 2);
+    current[0].placement = Default::default();
+    let v = judge(&current, Some(&base), RegressionPolicy::default());
+    assert_eq!(v.cells[0].verdict, Verdict::Regressed);
+    assert_eq!(v.timing_regressions().count(), 0);
+}
+
+/// 300 round trips of exactly `ns` each: every batch median, and every bootstrap ratio,
+/// is exact.
+fn constant(cell: &Cell, ns: u64) -> CellResult {
+    fixture::passed(cell, &native(), vec![ns; 300])
+}
+
+/// A change of exactly the margin (1.5x slower, or 1.5x faster, with min_change 0.5 and a
+/// noiseless baseline) is not flagged; beyond it, it is.
+#[test]
+fn a_change_of_exactly_the_margin_is_unchanged() {
+    let cell = &cells()[0];
+    let judged = |base_ns: u64, current_ns: u64| {
+        let base = baseline_of(&[constant(cell, base_ns)]);
+        let v = judge(
+            &[constant(cell, current_ns)],
+            Some(&base),
+            RegressionPolicy::default(),
+        );
+        let c = &v.cells[0];
+        let change = c.change.unwrap();
+        assert_eq!(change.margin, 0.5, "{change:?}");
+        assert!(change.p_value < 1e-6, "{change:?}");
+        (c.verdict, change)
+    };
+    let (verdict, change) = judged(1000, 1500);
+    assert_eq!((change.ci_low, change.ci_high), (1.5, 1.5));
+    assert_eq!(verdict, Verdict::Unchanged, "{change:?}");
+    assert_eq!(judged(1000, 1501).0, Verdict::Regressed);
+    let (verdict, change) = judged(1500, 1000);
+    assert_eq!(change.ci_high, 1.0 / 1.5);
+    assert_eq!(verdict, Verdict::Unchanged, "{change:?}");
+    assert_eq!(judged(1501, 1000).0, Verdict::Improved);
+    // 20 % faster, significant but within the margin.
+    let (verdict, change) = judged(1000, 800);
+    assert_eq!((verdict, change.ci_high), (Verdict::Unchanged, 0.8));
+}
+
+/// Fewer than MIN_BATCHES batch medians on either side support no verdict; exactly that
+/// many do.
+#[test]
+fn too_few_samples_on_either_side_are_not_judged() {
+    let cell = &cells()[0];
+    let few = |ns: u64, n: usize| fixture::passed(cell, &native(), vec![ns; n]);
+    let judged = |base: CellResult, current: CellResult| {
+        let base = baseline_of(&[base]);
+        judge(&[current], Some(&base), RegressionPolicy::default()).cells[0].clone()
+    };
+    for (base, current) in [
+        (few(1000, 300), few(3000, 4)),
+        (few(1000, 4), few(3000, 300)),
+        (few(1000, 4), few(3000, 4)),
+    ] {
+        let v = judged(base, current);
+        assert_eq!(v.verdict, Verdict::Unchanged);
+        assert!(v.change.is_none());
+        assert!(
+            v.notes[0].starts_with("too few samples to judge"),
+            "{:?}",
+            v.notes
+        );
+    }
+    let v = judged(few(1000, 5), few(3000, 5));
+    assert!(v.notes.is_empty(), "{:?}", v.notes);
+    assert_eq!(v.verdict, Verdict::Regressed, "{:?}", v.change);
+}
+
+/// The CPU pressure bar: exactly 0.3 (the baseline's own 0 plus 0.3) still gates; above
+/// it, the verdict only informs.
+#[test]
+fn a_cell_at_the_pressure_bar_still_gates() {
+    let base = baseline_of(&run(&native(), &[40_000, 35_000, 30_000], 1));
+    let mut current = run(&native(), &[80_000, 35_000, 30_000], 2);
+    current[0].cpu_pressure = Some(0.3);
+    current[1].cpu_pressure = Some(0.300_001);
+    let v = judge(&current, Some(&base), RegressionPolicy::default());
+    assert!(v.cells[0].gating, "{:?}", v.cells[0].notes);
+    assert!(!v.cells[1].gating);
+}
+
+/// The machine probe may move by 1.5x either way: a probe 0.8x or 1.5x the baseline's is
+/// the same machine; 0.6x or 1.6x is not.
+#[test]
+fn a_probe_within_1_5x_either_way_is_the_same_machine() {
+    let base = baseline_of(&run(&native(), &[40_000, 35_000, 30_000], 1));
+    // The fixture's probe is 150 ns.
+    for (probe, same) in [
+        (120, true),
+        (100, true),
+        (225, true),
+        (90, false),
+        (240, false),
+    ] {
+        let mut current = run(&native(), &[40_000, 35_000, 30_000], 2);
+        current[0].core_to_core_ns = Some(probe);
+        let v = judge(&current, Some(&base), RegressionPolicy::default());
+        assert_eq!(
+            v.cells[0].gating, same,
+            "{probe} ns: {:?}",
+            v.cells[0].notes
+        );
+    }
+}
+
+#[test]
 fn a_run_counts_its_verdicts_and_lists_only_gating_timing_regressions() {
     let base = baseline_of(&run(&native(), &[40_000, 35_000, 30_000], 1));
     // tcp twice as slow, udp twice as fast, local the same.
@@ -406,22 +558,4 @@ fn a_run_counts_its_verdicts_and_lists_only_gating_timing_regressions() {
     );
     assert_eq!(v.count(Verdict::Regressed), 1);
     assert_eq!(v.timing_regressions().count(), 0);
-}
-
-#[test]
-fn verdicts_have_the_names_reports_print() {
-    let names: Vec<&str> = [
-        Verdict::Improved,
-        Verdict::Unchanged,
-        Verdict::Regressed,
-        Verdict::New,
-        Verdict::Failed,
-    ]
-    .iter()
-    .map(|v| v.as_str())
-    .collect();
-    assert_eq!(
-        names,
-        ["improved", "unchanged", "regressed", "new", "failed"]
-    );
 }
