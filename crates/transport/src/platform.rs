@@ -4,16 +4,29 @@
 use std::sync::atomic::AtomicU32;
 use std::time::Duration;
 
+/// How a futex wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FutexWake {
+    /// Another thread or process woke the word.
+    Woken,
+    /// The word no longer held the expected value when the wait began.
+    Changed,
+    /// The timeout passed.
+    TimedOut,
+    /// A signal, or any other early return.
+    Other,
+}
+
 /// Sleeps while `*word == expected`, at most `timeout`. Spurious returns are fine: callers
 /// re-check their condition. The futex is not FUTEX_PRIVATE: the word lives in memory
 /// shared between processes.
-pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
+pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) -> FutexWake {
     let ts = libc::timespec {
         tv_sec: timeout.as_secs() as libc::time_t,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
     };
     // SAFETY: `word` is a valid, aligned u32 for the duration of the call.
-    unsafe {
+    let result = unsafe {
         libc::syscall(
             libc::SYS_futex,
             word.as_ptr(),
@@ -22,7 +35,15 @@ pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
             &ts as *const libc::timespec,
             std::ptr::null::<u32>(),
             0u32,
-        );
+        )
+    };
+    if result == 0 {
+        return FutexWake::Woken;
+    }
+    match std::io::Error::last_os_error().raw_os_error() {
+        Some(libc::EAGAIN) => FutexWake::Changed,
+        Some(libc::ETIMEDOUT) => FutexWake::TimedOut,
+        _ => FutexWake::Other,
     }
 }
 

@@ -199,7 +199,7 @@ impl Acceptor for ShmAcceptor {
             }
             alive?;
             let wait = remaining(deadline, "attachment of the peer to the segment")?;
-            futex_wait(&self.header().attached, 0, wait.min(LIVENESS_PERIOD));
+            let _ = futex_wait(&self.header().attached, 0, wait.min(LIVENESS_PERIOD));
         }
         // Both sides have it mapped: unlink now, so a crash of either leaves nothing.
         let name = std::ffi::CString::new(self.shm.get_os_id()).expect("no NUL in os_id");
@@ -425,7 +425,9 @@ impl ShmChannel {
                     let seen = counter.value.load(Ordering::SeqCst);
                     if !ready(seen) {
                         let wait = remaining(deadline, what)?;
-                        futex_wait(&counter.value, seen, wait.min(LIVENESS_PERIOD));
+                        let _woke = futex_wait(&counter.value, seen, wait.min(LIVENESS_PERIOD));
+                        #[cfg(test)]
+                        tests::SLEEPS.with(|sleeps| sleeps.borrow_mut().push(_woke));
                     }
                     counter.sleepers.fetch_sub(1, Ordering::SeqCst);
                 }
@@ -559,7 +561,7 @@ impl Channel for ShmChannel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::platform::process_alive;
+    use crate::platform::{process_alive, FutexWake};
 
     /// A segment of `len` bytes named like ours, holding a header written by hand: what a
     /// hostile or corrupted creator could leave. Unlinked when dropped.
@@ -840,42 +842,47 @@ mod tests {
         }
     }
 
-    /// CPU time this thread has used.
-    fn thread_cpu_time() -> Duration {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes one timespec into the valid pointer given.
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    thread_local! {
+        /// How each futex wait of this thread's `wait_for` ended, oldest first.
+        pub(super) static SLEEPS: std::cell::RefCell<Vec<FutexWake>> =
+            const { std::cell::RefCell::new(Vec::new()) };
     }
 
-    /// Blocking mode blocks: 300 ms of waiting for nothing cost the waiter almost no CPU
-    /// (a spinning waiter would burn most of the 300 ms).
+    fn take_sleeps() -> Vec<FutexWake> {
+        SLEEPS.with(|sleeps| std::mem::take(&mut *sleeps.borrow_mut()))
+    }
+
+    /// Blocking mode blocks: 300 ms of waiting for nothing are a handful of futex sleeps,
+    /// each ended by its timeout (one liveness period), where a spinning waiter would
+    /// loop millions of times. A futex never returns before its timeout unless woken, so
+    /// the count is bounded however slow the machine.
     #[test]
     fn a_blocking_waiter_sleeps_rather_than_spins() {
         let (_owner, peer) = both_ends(WakeMode::Blocking);
         let head = &peer.ring(peer.rx).head;
-        let before = thread_cpu_time();
-        let start = Instant::now();
+        take_sleeps();
         let wait = Duration::from_millis(300);
-        let result = peer.wait_for(head, |_| false, start + wait, "test");
+        let result = peer.wait_for(head, |_| false, Instant::now() + wait, "test");
         assert!(
             matches!(result, Err(TransportError::Timeout { .. })),
             "{result:?}"
         );
-        assert!(start.elapsed() >= wait);
-        let used = thread_cpu_time() - before;
+        let sleeps = take_sleeps();
+        let periods = (wait.as_millis() / LIVENESS_PERIOD.as_millis()) as usize;
         assert!(
-            used < Duration::from_millis(30),
-            "{used:?} of CPU in {wait:?} of waiting"
+            (1..=periods + 1).contains(&sleeps.len()),
+            "{} sleeps in {wait:?}: {sleeps:?}",
+            sleeps.len()
+        );
+        assert!(
+            sleeps.iter().all(|&s| s != FutexWake::Woken),
+            "nobody published, yet a sleep was woken: {sleeps:?}"
         );
     }
 
     /// A blocking waiter is woken by the other side's publish, not by the end of its
-    /// sleep (one liveness period, 20 ms): 50 round trips between two threads take far
-    /// less than the 2 s that sleeping out every wait would.
+    /// sleep: over 50 round trips between two threads, this side's sleeps end by a wake
+    /// (a publisher that forgot to wake would leave every one to time out).
     #[test]
     fn a_blocking_waiter_is_woken_by_the_publish() {
         let (mut owner, mut peer) = both_ends(WakeMode::Blocking);
@@ -883,23 +890,28 @@ mod tests {
         let echo = std::thread::spawn(move || {
             let mut buf = Vec::new();
             for _ in 0..50 {
+                // The echo side sleeps a little before each reply, so the measuring
+                // side is asleep when the reply is published.
                 peer.recv(&mut buf, 4096, deadline)?;
+                std::thread::sleep(Duration::from_millis(1));
                 peer.send(&buf, deadline)?;
             }
             Ok::<(), TransportError>(())
         });
-        let start = Instant::now();
+        take_sleeps();
         let mut buf = Vec::new();
         for i in 0..50u8 {
             owner.send(&[i; 100], deadline).unwrap();
             owner.recv(&mut buf, 4096, deadline).unwrap();
             assert_eq!(buf, [i; 100]);
         }
-        let took = start.elapsed();
         echo.join().unwrap().unwrap();
+        let sleeps = take_sleeps();
+        let woken = sleeps.iter().filter(|&&s| s == FutexWake::Woken).count();
         assert!(
-            took < Duration::from_millis(500),
-            "50 round trips took {took:?}"
+            woken * 2 > sleeps.len(),
+            "{woken} of {} sleeps were woken by the publish: {sleeps:?}",
+            sleeps.len()
         );
     }
 
