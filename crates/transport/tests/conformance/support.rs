@@ -243,7 +243,8 @@ impl HandMadeSegment {
                 return Err(format!("sizing or mapping {os_id}: {}", last()));
             }
             let base = map.cast::<u8>();
-            base.add(8).cast::<u32>().write(1);
+            // The layout version this build reads.
+            base.add(8).cast::<u32>().write(2);
             base.add(12).cast::<u32>().write(slot_size);
             base.add(16).cast::<u32>().write(slots);
             base.add(20).cast::<u32>().write(std::process::id());
