@@ -3,5 +3,6 @@
 pub mod baseline;
 pub mod list;
 pub mod matrix;
+pub mod probe;
 pub mod report;
 pub mod run;

@@ -1,8 +1,9 @@
 //! Human-readable numbers and the summary table.
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell as TableCell, CellAlignment, Table};
-use ipc_matrix_report::units::nanos;
-use ipc_matrix_results::CellResult;
+use ipc_matrix_report::units::{bytes, nanos};
+use ipc_matrix_results::{CellResult, Floor};
+use ipc_matrix_scenario::SelectedFloor;
 
 /// One line per finished cell: verdict, id, and the headline numbers.
 pub fn verdict_line(result: &CellResult) -> String {
@@ -17,6 +18,9 @@ pub fn verdict_line(result: &CellResult) -> String {
                 nanos(l.p99),
                 nanos(l.max)
             );
+            if let Some(floor) = result.floor {
+                line.push_str(&format!("  {}", vs_floor(&floor)));
+            }
             if let Some(t) = result
                 .throughput
                 .filter(|_| result.cell.payload_bytes >= 1 << 20)
@@ -53,6 +57,7 @@ pub fn summary_table(results: &[CellResult]) -> Table {
         "cell",
         "result",
         "p50",
+        "vs floor",
         "p90",
         "p99",
         "p99.9",
@@ -72,6 +77,9 @@ pub fn summary_table(results: &[CellResult]) -> Table {
             TableCell::new(&r.cell.id),
             TableCell::new(if r.outcome.passed { "pass" } else { "FAIL" }),
             cell(or_dash(l.map(|l| nanos(l.p50)))),
+            cell(or_dash(
+                r.floor.and_then(|f| f.ratio).map(|x| format!("{x:.2}x")),
+            )),
             cell(or_dash(l.map(|l| nanos(l.p90)))),
             cell(or_dash(l.map(|l| nanos(l.p99)))),
             cell(or_dash(l.map(|l| nanos(l.p999)))),
@@ -81,6 +89,46 @@ pub fn summary_table(results: &[CellResult]) -> Table {
             cell(or_dash(t.map(|t| format!("{:.1}", t.mb_per_s)))),
             cell(or_dash(t.map(|t| format!("{:.1}", t.mbit_per_s)))),
             cell(r.lost.to_string()),
+        ]);
+    }
+    table
+}
+
+/// `1.31x its spin floor (160ns)`.
+pub fn vs_floor(floor: &Floor) -> String {
+    match floor.ratio {
+        Some(ratio) => format!(
+            "{ratio:.2}x its {} floor ({})",
+            floor.probe,
+            nanos(floor.p50_ns)
+        ),
+        None => format!("{} floor {}", floor.probe, nanos(floor.p50_ns)),
+    }
+}
+
+/// The floors of a selection: probe, payload, round trips, median, and the cells each
+/// stands for.
+pub fn floor_table(floors: &[SelectedFloor]) -> Table {
+    let mut table = Table::new();
+    table.load_style(UTF8_FULL_CONDENSED);
+    table.set_header(["floor", "payload", "round trips", "p50", "cells"]);
+    for selected in floors {
+        let right = |s: String| TableCell::new(s).set_alignment(CellAlignment::Right);
+        let cells = match selected.cells.as_slice() {
+            [one] => one.clone(),
+            [first, rest @ ..] => format!("{first} and {} more", rest.len()),
+            [] => String::new(),
+        };
+        table.add_row(vec![
+            TableCell::new(selected.probe.as_str()),
+            right(bytes(selected.payload_bytes)),
+            right(format!("{} + {}", selected.rounds.0, selected.rounds.1)),
+            right(
+                selected
+                    .floor
+                    .map_or("not measured".into(), |f| nanos(f.p50_ns)),
+            ),
+            TableCell::new(cells),
         ]);
     }
     table

@@ -64,6 +64,16 @@ enum Command {
         #[command(subcommand)]
         action: BaselineAction,
     },
+    /// Measure the machine's floor of each selected cell (the simplest exchange of its
+    /// payload between its two CPUs that its transport could do) and print them; `run`
+    /// measures the same floors before its first cell.
+    Probe {
+        #[command(flatten)]
+        selection: Selection,
+        /// Print one line of JSON per floor instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the cells a profile and filter select, one per line.
     List {
         #[command(flatten)]
@@ -107,6 +117,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::List { selection } => commands::list::run(&selection),
+        Command::Probe { selection, json } => commands::probe::run(&selection, json),
         Command::Matrix { matrix, github } => commands::matrix::run(&matrix, github),
         Command::Run {
             selection,

@@ -164,6 +164,30 @@ pub fn html(report: &LegReport) -> String {
     }
     body.push_str("</table>\n");
 
+    let floors = crate::floor_rows(report);
+    if !floors.is_empty() {
+        body.push_str("<h2 id=\"floors\">Next to the machine's floor</h2>\n");
+        let _ = writeln!(body, "<p>{}</p>", escape(crate::FLOORS_EXPLAINED));
+        body.push_str("<table>\n<tr><th>cell</th><th>floor</th><th>floor p50</th><th>cell p50</th><th>cell / floor</th></tr>\n");
+        for (result, floor) in &floors {
+            let dash = || "-".to_string();
+            let _ = writeln!(
+                body,
+                "<tr><td>{}</td><td>{} ({})</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(&result.cell.id),
+                floor.probe,
+                crate::units::bytes(floor.payload_bytes),
+                nanos(floor.p50_ns),
+                result.latency_ns.map_or_else(dash, |l| nanos(l.p50)),
+                floor.ratio.map_or_else(dash, |r| format!("{r:.2}x")),
+            );
+        }
+        body.push_str("</table>\n");
+        for note in floors.iter().filter_map(|(r, f)| crate::below_floor(r, f)) {
+            let _ = writeln!(body, "<p class=\"note\">{}</p>", escape(&note));
+        }
+    }
+
     let problems: Vec<String> = report
         .results
         .iter()

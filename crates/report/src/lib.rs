@@ -15,7 +15,7 @@ pub mod units;
 
 use ipc_matrix_baseline::{judge, Baseline, RunVerdict};
 pub use ipc_matrix_results::write_atomically;
-use ipc_matrix_results::{write_all_or_none, CellResult};
+use ipc_matrix_results::{write_all_or_none, CellResult, Floor, BELOW_FLOOR};
 use ipc_matrix_spec::RegressionPolicy;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -218,4 +218,31 @@ pub fn instruction_columns(cell: &ipc_matrix_baseline::CellVerdict) -> (String, 
         format!("{}{ratio}{inform}", i.verdict.as_str()),
         cell.instructions_regressed(),
     )
+}
+
+/// What a floor is, in two sentences, for every report that shows ratios to floors.
+pub const FLOORS_EXPLAINED: &str = "A floor is the simplest exchange of a cell's payload between the cell's two CPUs that its transport could possibly do (two threads spinning on a cache line, a futex handoff, one write and one read each way on a socket or a pipe; for bulk messages through shared memory, two copies of the payload), measured in the same run on the same CPUs with the same payload and as many round trips. A cell's ratio is its median round trip over its floor's: 1.00x is what the machine allows, and everything above it is the transport, its framing and the harness.";
+
+/// The cells of a report that have a floor, with it.
+pub(crate) fn floor_rows(report: &LegReport) -> Vec<(&CellResult, Floor)> {
+    report
+        .results
+        .iter()
+        .filter_map(|r| r.floor.map(|f| (r, f)))
+        .collect()
+}
+
+/// Why a cell ran faster than its floor, for a ratio under [`BELOW_FLOOR`]; `None` otherwise.
+pub(crate) fn below_floor(result: &CellResult, floor: &Floor) -> Option<String> {
+    let ratio = floor.ratio.filter(|&r| r < BELOW_FLOOR)?;
+    let probes = match (result.core_to_core_ns, result.core_to_core_after_ns) {
+        (Some(before), Some(after)) => format!(
+            "a cache line took {before} ns between the CPUs before the cell and {after} ns after it"
+        ),
+        _ => "the machine probe was not taken".to_string(),
+    };
+    Some(format!(
+        "{} ran at {ratio:.2}x its {} floor, faster than the exchange its probe times. The floor is measured before the cells that stand on it, by two threads of one process: the machine may have changed since ({probes}), or the probe's path through the kernel differs from the transport's (a blocking wake that finds the other CPU still polling is faster than one that must interrupt it).",
+        result.cell.id, floor.probe
+    ))
 }

@@ -104,6 +104,30 @@ pub fn markdown(report: &LegReport) -> String {
         );
     }
 
+    let floors = crate::floor_rows(report);
+    if !floors.is_empty() {
+        md.push_str("\n### Next to the machine's floor\n\n");
+        let _ = writeln!(md, "{}\n", crate::FLOORS_EXPLAINED);
+        md.push_str("| cell | floor | floor p50 | cell p50 | cell / floor |\n");
+        md.push_str("|---|---|---:|---:|---:|\n");
+        for (result, floor) in &floors {
+            let dash = || "-".to_string();
+            let _ = writeln!(
+                md,
+                "| `{}` | {} ({}) | {} | {} | {} |",
+                result.cell.id,
+                floor.probe,
+                bytes(floor.payload_bytes),
+                nanos(floor.p50_ns),
+                result.latency_ns.map_or_else(dash, |l| nanos(l.p50)),
+                floor.ratio.map_or_else(dash, |r| format!("{r:.2}x")),
+            );
+        }
+        for note in floors.iter().filter_map(|(r, f)| crate::below_floor(r, f)) {
+            let _ = writeln!(md, "\n> [!NOTE]\n> {}", text(&note));
+        }
+    }
+
     let codec_cells = codec_results(report);
     if !codec_cells.is_empty() {
         md.push_str("\n### Serialization (sensor frame, encode + send + peer decodes and re-encodes + reply + decode)\n\n");

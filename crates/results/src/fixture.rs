@@ -103,6 +103,7 @@ pub fn passed(cell: &Cell, environment: &Environment, samples_ns: Vec<u64>) -> C
         },
         core_to_core_ns: Some(150),
         core_to_core_after_ns: Some(150),
+        floor: None,
         cpu_pressure: Some(0.0),
         peer_delay_us: None,
         peer_extra_work: None,

@@ -53,6 +53,11 @@ pub struct CellResult {
     pub core_to_core_ns: Option<u64>,
     /// The same probe taken just after the cell.
     pub core_to_core_after_ns: Option<u64>,
+    /// The machine's floor for this cell, measured in the same run with the same CPUs and
+    /// payload, and the cell's median over it. Absent for kinds without one (fan, udp-load,
+    /// logging) and when the probe could not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<Floor>,
     /// The share of the cell's time in which some task waited for a CPU (Linux pressure
     /// stall information): other work competing with the cell. Absent without PSI.
     pub cpu_pressure: Option<f64>,
@@ -230,3 +235,66 @@ impl InstructionCounts {
         }
     }
 }
+
+/// The simplest exchange of a cell's payload between its two CPUs that its transport
+/// could possibly do: what the machine allows before any transport code runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FloorProbe {
+    /// Two threads spinning on one cache line each way, the payload copied into and out of
+    /// a shared buffer each way (shared memory, busy-poll).
+    Spin,
+    /// The same handoff, the waiter asleep on a futex and woken by the publisher (shared
+    /// memory, blocking).
+    Futex,
+    /// One write(2) and one read(2) each way over a Unix stream socket pair, no framing.
+    UnixStream,
+    /// The same over a TCP connection on 127.0.0.1 with TCP_NODELAY.
+    Tcp,
+    /// One send(2) and one recv(2) of a datagram each way on 127.0.0.1.
+    Udp,
+    /// One write(2) and one read(2) each way over a pair of anonymous pipes.
+    Pipe,
+    /// Two copies of the payload on one CPU: a bulk message through shared memory can cost
+    /// no less than one copy each way, when each direction's copy in and copy out overlap.
+    Memcpy,
+}
+
+impl FloorProbe {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FloorProbe::Spin => "spin",
+            FloorProbe::Futex => "futex",
+            FloorProbe::UnixStream => "unix-stream",
+            FloorProbe::Tcp => "tcp",
+            FloorProbe::Udp => "udp",
+            FloorProbe::Pipe => "pipe",
+            FloorProbe::Memcpy => "memcpy",
+        }
+    }
+}
+
+impl std::fmt::Display for FloorProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A floor probe's outcome for one cell.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Floor {
+    pub probe: FloorProbe,
+    pub payload_bytes: u64,
+    /// Median round trip of the probe, each timed alone as a cell times its own (for
+    /// `memcpy`: two copies of the payload).
+    pub p50_ns: u64,
+    /// Round trips timed.
+    pub round_trips: u64,
+    /// The cell's median round trip over `p50_ns`; absent when the cell measured nothing.
+    pub ratio: Option<f64>,
+}
+
+/// A ratio to the floor under this is a cell faster than what its probe says the machine
+/// allows: the probe did something the cell avoids, or the machine changed between the
+/// two. Reports explain every such ratio.
+pub const BELOW_FLOOR: f64 = 0.95;

@@ -5,6 +5,7 @@
 use crate::context::{RunOptions, Tally};
 use crate::counting::Counting;
 use crate::failure::setup_failure;
+use crate::floor::floor_for;
 use crate::kinds::{self, Harness};
 use crate::placement::{self, PinnedThread};
 use crate::pressure::PressureMeter;
@@ -32,6 +33,8 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     }
     let probe = || pinned.is_ok().then(|| core_to_core_ns(placement)).flatten();
     let probe_before = probe();
+    // The floor, measured now unless this process has already measured it.
+    let floor = pinned.is_ok().then(|| floor_for(cell, placement)).flatten();
     let mut tally = Tally {
         counting: harness.counted.then(Counting::for_cell).flatten(),
         ..Tally::default()
@@ -101,6 +104,12 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         placement,
         core_to_core_ns: probe_before,
         core_to_core_after_ns: probe_after,
+        floor: floor.map(|floor| ipc_matrix_results::Floor {
+            ratio: recorder
+                .stats()
+                .map(|stats| stats.p50 as f64 / floor.p50_ns.max(1) as f64),
+            ..floor
+        }),
         cpu_pressure,
         peer_delay_us: options.peer_delay_for(cell).map(|d| d.as_micros() as u64),
         peer_extra_work: options.peer_extra_work_for(cell),

@@ -1,0 +1,660 @@
+//! The machine's floor for a cell: the simplest exchange of the cell's payload between the
+//! cell's two CPUs that its transport could possibly do, measured in the same run, on the
+//! same CPUs, with the same payload, and timed round trip by round trip as the cell times
+//! its own. A cell's ratio to its floor says how much of its round trip is the transport's
+//! and how much is the machine's.
+//!
+//! The probes are two threads of this process, one pinned to each of the cell's CPUs:
+//! the hardware and the kernel do the same work for two threads as for two processes
+//! (each CPU runs one task and otherwise idles), without a peer to start. Each probe
+//! gives up at [`PROBE_DEADLINE`]; its other side then stops too.
+//!
+//! Floors are kept per process by probe, payload, round trips and CPUs: `ipc-matrix run`
+//! measures each once, before its first cell, and every cell of the run that needs it
+//! reads the same value.
+
+use ipc_matrix_results::{Floor, FloorProbe, Placement};
+use ipc_matrix_spec::{Cell, ChannelKind, ScenarioKind, WakeMode};
+use ipc_matrix_transport::{futex_wait, futex_wake, set_thread_cpus};
+use std::cell::UnsafeCell;
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A probe runs as many round trips as its cell, warm-up and timed: on a VM, a blocking
+/// ping-pong between two tasks that have just started is faster for its first tens of
+/// milliseconds (here 28 us a round trip for about 2,000 round trips, then 42 us), and a
+/// cell always starts a new peer. Within these bounds:
+const MAX_WARMUP: u64 = 1_000;
+const WARMUP_BUDGET: Duration = Duration::from_millis(500);
+const MAX_ROUND_TRIPS: u64 = 20_000;
+/// At least this many round trips are timed.
+const MIN_ROUND_TRIPS: u64 = 1;
+/// Time given to the timed round trips of one probe.
+const TIME_BUDGET: Duration = Duration::from_secs(2);
+/// A probe still running after this long has failed (an emulator, a stuck CPU).
+const PROBE_DEADLINE: Duration = Duration::from_secs(20);
+/// The longest wait of one socket call of a probe: its other side is gone.
+const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The probe that stands for `cell`, if its kind has one: the request/reply kinds by
+/// their transport; bulk messages through shared memory by the copies they cannot avoid.
+/// Fan, load and logging cells have none: no one exchange is their unit of work.
+pub fn probe_for(cell: &Cell) -> Option<FloorProbe> {
+    let request_reply = matches!(
+        cell.kind(),
+        ScenarioKind::Echo
+            | ScenarioKind::Bulk
+            | ScenarioKind::Codec
+            | ScenarioKind::Rpc
+            | ScenarioKind::ReqRep
+    );
+    if !request_reply {
+        return None;
+    }
+    Some(match cell.transport.channel()? {
+        ChannelKind::Shm if cell.kind() == ScenarioKind::Bulk => FloorProbe::Memcpy,
+        ChannelKind::Shm => match cell.wake.unwrap_or(WakeMode::Blocking) {
+            WakeMode::BusyPoll => FloorProbe::Spin,
+            WakeMode::Blocking => FloorProbe::Futex,
+        },
+        ChannelKind::Local => FloorProbe::UnixStream,
+        ChannelKind::Tcp => FloorProbe::Tcp,
+        ChannelKind::Udp => FloorProbe::Udp,
+        ChannelKind::Pipe => FloorProbe::Pipe,
+    })
+}
+
+/// What a floor is measured for: the probe, its payload, the cell's warm-up and timed
+/// round trips, and the two CPUs.
+type FloorKey = (FloorProbe, u64, (u64, u64), Option<usize>, Option<usize>);
+
+/// A probe holds at most four copies of its payload at once (a buffer each way and the
+/// two ends' own): measured only when the cell itself fits and so do those.
+fn fits_in_memory(cell: &Cell) -> bool {
+    let Some(available) = ipc_matrix_spec::available_memory() else {
+        return true;
+    };
+    let probe_need = cell.payload_bytes.saturating_mul(4);
+    ipc_matrix_spec::check_memory(cell, available).is_ok() && probe_need <= available
+}
+
+/// True when this run's cells run under an emulator (the runner is `qemu`).
+pub fn emulated() -> bool {
+    ipc_matrix_results::Environment::capture()
+        .qemu_version
+        .is_some()
+}
+
+/// A floor's median and round trips timed; `None` when its probe failed.
+type Measured = Option<(u64, u64)>;
+
+/// The floors this process has measured.
+fn floors() -> &'static Mutex<HashMap<FloorKey, Measured>> {
+    static FLOORS: std::sync::OnceLock<Mutex<HashMap<FloorKey, Measured>>> =
+        std::sync::OnceLock::new();
+    FLOORS.get_or_init(Default::default)
+}
+
+/// The floor of `cell` on `placement`: measured now unless this process measured it
+/// before. The calling thread must already be pinned to the measuring CPU. `None` when
+/// the cell's kind has no floor, the CPUs are not pinned, the probe failed, or the run is
+/// emulated (an emulator's floor is the emulator's, not the machine's).
+pub fn floor_for(cell: &Cell, placement: Placement) -> Option<Floor> {
+    if emulated() || !fits_in_memory(cell) {
+        return None;
+    }
+    let probe = probe_for(cell)?;
+    let rounds = (cell.warmup, cell.iterations);
+    let (p50_ns, round_trips) = measured(probe, cell.payload_bytes, rounds, placement)?;
+    Some(Floor {
+        probe,
+        payload_bytes: cell.payload_bytes,
+        p50_ns,
+        round_trips,
+        ratio: None,
+    })
+}
+
+/// Median and count of the probe's round trips, from the process's cache or measured now.
+fn measured(
+    probe: FloorProbe,
+    payload: u64,
+    rounds: (u64, u64),
+    placement: Placement,
+) -> Option<(u64, u64)> {
+    placement.measurer_cpu?;
+    let peer_cpu = placement.peer_cpu?;
+    let key = (
+        probe,
+        payload,
+        rounds,
+        placement.measurer_cpu,
+        placement.peer_cpu,
+    );
+    let mut cache = floors().lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(known) = cache.get(&key) {
+        return *known;
+    }
+    let result = usize::try_from(payload)
+        .ok()
+        .and_then(|len| run_probe(probe, len, Rounds::of(rounds), peer_cpu).ok())
+        .and_then(|mut samples| {
+            samples.sort_unstable();
+            let count = samples.len() as u64;
+            samples.get(samples.len() / 2).map(|&p50| (p50, count))
+        });
+    cache.insert(key, result);
+    result
+}
+
+type ProbeResult = Result<Vec<u64>, String>;
+
+/// How many round trips a probe runs, and until when.
+#[derive(Clone, Copy)]
+struct Rounds {
+    warmup: u64,
+    timed: u64,
+    deadline: Instant,
+}
+
+impl Rounds {
+    fn of((warmup, timed): (u64, u64)) -> Self {
+        Self {
+            warmup: warmup.min(MAX_WARMUP),
+            timed: timed.clamp(MIN_ROUND_TRIPS, MAX_ROUND_TRIPS),
+            deadline: Instant::now() + PROBE_DEADLINE,
+        }
+    }
+}
+
+fn run_probe(probe: FloorProbe, len: usize, rounds: Rounds, peer_cpu: usize) -> ProbeResult {
+    match probe {
+        FloorProbe::Spin => handoff(len, peer_cpu, rounds, Wait::Spin),
+        FloorProbe::Futex => handoff(len, peer_cpu, rounds, Wait::Futex),
+        FloorProbe::UnixStream => {
+            let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(text)?;
+            for s in [&ours, &theirs] {
+                s.set_read_timeout(Some(CALL_TIMEOUT)).map_err(text)?;
+                s.set_write_timeout(Some(CALL_TIMEOUT)).map_err(text)?;
+            }
+            stream_ping_pong(
+                len,
+                (peer_cpu, rounds),
+                (ours.try_clone().map_err(text)?, ours),
+                theirs,
+            )
+        }
+        FloorProbe::Tcp => {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(text)?;
+            let ours =
+                std::net::TcpStream::connect(listener.local_addr().map_err(text)?).map_err(text)?;
+            let (theirs, _) = listener.accept().map_err(text)?;
+            for s in [&ours, &theirs] {
+                s.set_nodelay(true).map_err(text)?;
+                s.set_read_timeout(Some(CALL_TIMEOUT)).map_err(text)?;
+                s.set_write_timeout(Some(CALL_TIMEOUT)).map_err(text)?;
+            }
+            stream_ping_pong(
+                len,
+                (peer_cpu, rounds),
+                (ours.try_clone().map_err(text)?, ours),
+                theirs,
+            )
+        }
+        FloorProbe::Udp => udp_ping_pong(len, (peer_cpu, rounds)),
+        FloorProbe::Pipe => {
+            // Plain blocking pipes have no timeout. Both ends are threads of this process
+            // that wait only for each other, and one that stops drops its ends (an end of
+            // file for the other), so neither waits forever.
+            let (request_read, request_write) = std::io::pipe().map_err(text)?;
+            let (reply_read, reply_write) = std::io::pipe().map_err(text)?;
+            stream_ping_pong(
+                len,
+                (peer_cpu, rounds),
+                (reply_read, request_write),
+                Duplex(request_read, reply_write),
+            )
+        }
+        FloorProbe::Memcpy => memcpy(len, rounds),
+    }
+}
+
+fn text(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Times `one` round trip after round trip: the warm-up untimed (or as much as fits in
+/// [`WARMUP_BUDGET`]), then the timed ones (or as many as fit in [`TIME_BUDGET`], at least
+/// [`MIN_ROUND_TRIPS`]), each timed by its own two clock reads as a cell's.
+fn time_round_trips(rounds: Rounds, mut one: impl FnMut() -> Result<(), String>) -> ProbeResult {
+    let deadline = rounds.deadline;
+    let warmup_ends = Instant::now() + WARMUP_BUDGET;
+    for _ in 0..rounds.warmup {
+        one()?;
+        let now = Instant::now();
+        if now > deadline {
+            return Err("the warm-up outlasted the probe's deadline".into());
+        }
+        if now > warmup_ends {
+            break;
+        }
+    }
+    let budget_ends = Instant::now() + TIME_BUDGET;
+    let mut samples = Vec::with_capacity(rounds.timed as usize);
+    while (samples.len() as u64) < rounds.timed {
+        let started = Instant::now();
+        one()?;
+        let ended = Instant::now();
+        samples.push((ended - started).as_nanos() as u64);
+        if ended > deadline {
+            return Err("the probe outlasted its deadline".into());
+        }
+        if ended > budget_ends && samples.len() as u64 >= MIN_ROUND_TRIPS {
+            break;
+        }
+    }
+    Ok(samples)
+}
+
+/// Runs `serve` on a thread pinned to `cpu`; its error, if any, is returned by `join`.
+fn responder(
+    cpu: usize,
+    serve: impl FnOnce() -> Result<(), String> + Send + 'static,
+) -> std::thread::JoinHandle<Result<(), String>> {
+    std::thread::spawn(move || {
+        set_thread_cpus(&[cpu]).map_err(|e| format!("pinning the responder: {e}"))?;
+        serve()
+    })
+}
+
+fn joined(handle: std::thread::JoinHandle<Result<(), String>>) -> Result<(), String> {
+    handle
+        .join()
+        .map_err(|_| "the responder panicked".to_string())?
+}
+
+/// A reader and a writer used as one stream (a pipe each way).
+struct Duplex<R, W>(R, W);
+
+impl<R: Read, W> Read for Duplex<R, W> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl<R, W: Write> Write for Duplex<R, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.1.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.1.flush()
+    }
+}
+
+/// Ping-pong of `len` bytes over a byte stream: write it all, read it all back; the
+/// responder reads it all, then writes it back. No framing: both sides know the length.
+fn stream_ping_pong<R, W, S>(
+    len: usize,
+    (peer_cpu, rounds): (usize, Rounds),
+    (mut rx, mut tx): (R, W),
+    mut theirs: S,
+) -> ProbeResult
+where
+    R: Read,
+    W: Write,
+    S: Read + Write + Send + 'static,
+{
+    let peer = responder(peer_cpu, move || {
+        let mut buf = vec![0u8; len];
+        loop {
+            match theirs.read_exact(&mut buf) {
+                Ok(()) => {}
+                // The measuring side closed its end: done.
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+                Err(e) => return Err(format!("responder read: {e}")),
+            }
+            theirs
+                .write_all(&buf)
+                .map_err(|e| format!("responder write: {e}"))?;
+        }
+    });
+    let request = vec![0x5au8; len];
+    let mut reply = vec![0u8; len];
+    let timed = time_round_trips(rounds, || {
+        tx.write_all(&request).map_err(|e| format!("write: {e}"))?;
+        rx.read_exact(&mut reply).map_err(|e| format!("read: {e}"))
+    });
+    drop(tx);
+    drop(rx);
+    joined(peer)?;
+    timed
+}
+
+fn udp_ping_pong(len: usize, (peer_cpu, rounds): (usize, Rounds)) -> ProbeResult {
+    let ours = std::net::UdpSocket::bind("127.0.0.1:0").map_err(text)?;
+    let theirs = std::net::UdpSocket::bind("127.0.0.1:0").map_err(text)?;
+    ours.connect(theirs.local_addr().map_err(text)?)
+        .map_err(text)?;
+    theirs
+        .connect(ours.local_addr().map_err(text)?)
+        .map_err(text)?;
+    for s in [&ours, &theirs] {
+        s.set_read_timeout(Some(CALL_TIMEOUT)).map_err(text)?;
+    }
+    let peer = responder(peer_cpu, move || {
+        let mut buf = vec![0u8; len.max(1)];
+        loop {
+            let got = theirs
+                .recv(&mut buf)
+                .map_err(|e| format!("responder recv: {e}"))?;
+            // An empty datagram says goodbye.
+            if got == 0 {
+                return Ok(());
+            }
+            theirs
+                .send(&buf[..got])
+                .map_err(|e| format!("responder send: {e}"))?;
+        }
+    });
+    let request = vec![0x5au8; len.max(1)];
+    let mut reply = vec![0u8; len.max(1)];
+    let timed = time_round_trips(rounds, || {
+        ours.send(&request).map_err(|e| format!("send: {e}"))?;
+        let got = ours.recv(&mut reply).map_err(|e| format!("recv: {e}"))?;
+        match got == request.len() {
+            true => Ok(()),
+            false => Err(format!("a reply of {got} bytes to {}", request.len())),
+        }
+    });
+    let _ = ours.send(&[]);
+    joined(peer)?;
+    timed
+}
+
+/// How the waiting side of a shared-memory handoff waits.
+#[derive(Clone, Copy, PartialEq)]
+enum Wait {
+    Spin,
+    Futex,
+}
+
+/// One direction of a shared-memory handoff: a buffer the payload is copied into, and a
+/// counter on a cache line of its own that publishes it (and counts its sleepers).
+#[repr(C, align(64))]
+struct Line {
+    published: AtomicU32,
+    sleepers: AtomicU32,
+}
+
+struct Direction {
+    line: Line,
+    buffer: UnsafeCell<Box<[u8]>>,
+}
+
+// SAFETY: the buffer is written only by the side about to publish and read only by the
+// side that saw the publication (Release/Acquire on `published`), never both at once.
+unsafe impl Sync for Direction {}
+
+impl Direction {
+    fn new(len: usize) -> Self {
+        Self {
+            line: Line {
+                published: AtomicU32::new(0),
+                sleepers: AtomicU32::new(0),
+            },
+            buffer: UnsafeCell::new(vec![0u8; len].into_boxed_slice()),
+        }
+    }
+
+    /// Copies `message` in and publishes it as number `n`.
+    fn put(&self, message: &[u8], n: u32, wait: Wait) {
+        // SAFETY: see `Sync`: the other side does not touch the buffer until it sees `n`.
+        unsafe { (*self.buffer.get()).copy_from_slice(message) };
+        match wait {
+            Wait::Spin => self.line.published.store(n, Ordering::Release),
+            Wait::Futex => {
+                self.line.published.store(n, Ordering::SeqCst);
+                if self.line.sleepers.load(Ordering::SeqCst) != 0 {
+                    futex_wake(&self.line.published);
+                }
+            }
+        }
+    }
+
+    /// Waits for number `n` (or until `give_up` says so), then copies the message out.
+    fn take(
+        &self,
+        out: &mut [u8],
+        n: u32,
+        wait: Wait,
+        give_up: &dyn Fn() -> bool,
+    ) -> Result<(), String> {
+        let mut spins = 0u32;
+        loop {
+            let seen = self.line.published.load(Ordering::Acquire);
+            if seen == n {
+                break;
+            }
+            match wait {
+                Wait::Spin => {
+                    std::hint::spin_loop();
+                    spins = spins.wrapping_add(1);
+                    if !spins.is_multiple_of(1024) {
+                        continue;
+                    }
+                }
+                Wait::Futex => {
+                    self.line.sleepers.fetch_add(1, Ordering::SeqCst);
+                    let seen = self.line.published.load(Ordering::SeqCst);
+                    if seen != n {
+                        let _ = futex_wait(&self.line.published, seen, Duration::from_millis(20));
+                    }
+                    self.line.sleepers.fetch_sub(1, Ordering::SeqCst);
+                }
+            }
+            if give_up() {
+                return Err("the other side stopped answering".into());
+            }
+        }
+        // SAFETY: see `Sync`: the publisher wrote before it published `n` and does not
+        // write again until this side publishes the reply.
+        out.copy_from_slice(unsafe { &*self.buffer.get() });
+        Ok(())
+    }
+}
+
+/// Ping-pong through shared buffers: the payload copied in and out each way, as a
+/// shared-memory transport must, each handoff published on a cache line of its own.
+fn handoff(len: usize, peer_cpu: usize, rounds: Rounds, wait: Wait) -> ProbeResult {
+    let request_way = Arc::new(Direction::new(len));
+    let reply_way = Arc::new(Direction::new(len));
+    let stop = Arc::new(AtomicBool::new(false));
+    let peer = {
+        let (request_way, reply_way, stop) = (request_way.clone(), reply_way.clone(), stop.clone());
+        responder(peer_cpu, move || {
+            let mut buf = vec![0u8; len];
+            let stopped = || stop.load(Ordering::Relaxed);
+            for n in 1u32.. {
+                if request_way.take(&mut buf, n, wait, &stopped).is_err() {
+                    return Ok(());
+                }
+                reply_way.put(&buf, n, wait);
+            }
+            Ok(())
+        })
+    };
+    let request = vec![0x5au8; len];
+    let mut reply = vec![0u8; len];
+    let mut n = 0u32;
+    let give_up = || peer.is_finished() || Instant::now() > rounds.deadline;
+    let timed = time_round_trips(rounds, || {
+        n += 1;
+        request_way.put(&request, n, wait);
+        reply_way.take(&mut reply, n, wait, &give_up)
+    });
+    stop.store(true, Ordering::Relaxed);
+    futex_wake(&request_way.line.published);
+    joined(peer)?;
+    timed
+}
+
+/// Two copies of `len` bytes on this CPU, timed together: the least a bulk message
+/// through shared memory costs when each direction's copy in overlaps its copy out.
+fn memcpy(len: usize, rounds: Rounds) -> ProbeResult {
+    let source = vec![0x5au8; len];
+    let mut target = vec![0u8; len];
+    // Fault the target's pages in before timing.
+    target.copy_from_slice(&source);
+    time_round_trips(rounds, || {
+        target.copy_from_slice(std::hint::black_box(&source));
+        target.copy_from_slice(std::hint::black_box(&source));
+        std::hint::black_box(&mut target);
+        Ok(())
+    })
+}
+
+/// One floor of a selection of cells, and the cells it stands for.
+#[derive(Debug, Clone)]
+pub struct SelectedFloor {
+    pub probe: FloorProbe,
+    pub payload_bytes: u64,
+    /// The cells' warm-up and timed round trips, which the probe repeats.
+    pub rounds: (u64, u64),
+    /// `None` when the probe could not run (not pinned, or it failed).
+    pub floor: Option<Floor>,
+    pub cells: Vec<String>,
+}
+
+/// Measures the floors of `cells` now (each distinct probe, payload and round trips once),
+/// pinned as their cells will be, and keeps them for the cells of this process; in the
+/// order of the cells that first need them.
+pub fn measure_floors(cells: &[Cell]) -> Vec<SelectedFloor> {
+    let mut placement = crate::placement::choose();
+    let pinned = crate::placement::PinnedThread::pin(placement.measurer_cpu);
+    if pinned.is_err() {
+        placement = Placement::default();
+    }
+    let mut selected: Vec<SelectedFloor> = Vec::new();
+    for cell in cells {
+        let Some(probe) = probe_for(cell) else {
+            continue;
+        };
+        let rounds = (cell.warmup, cell.iterations);
+        let same = |f: &&mut SelectedFloor| {
+            f.probe == probe && f.payload_bytes == cell.payload_bytes && f.rounds == rounds
+        };
+        match selected.iter_mut().find(same) {
+            Some(known) => known.cells.push(cell.id.clone()),
+            None => selected.push(SelectedFloor {
+                probe,
+                payload_bytes: cell.payload_bytes,
+                rounds,
+                floor: pinned.is_ok().then(|| floor_for(cell, placement)).flatten(),
+                cells: vec![cell.id.clone()],
+            }),
+        }
+    }
+    selected
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ipc_matrix_spec::Spec;
+
+    const MATRIX: &str = r#"
+version: 1
+targets:
+  - { triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }
+profiles:
+  quick: { description: test }
+scenarios:
+  - { name: echo, kind: echo, transports: [shm, local, tcp, udp, pipe], wake: [busy-poll, blocking], payloads: [200B], iterations: 10, timeout: 5s }
+  - { name: bulk, kind: bulk, transports: [shm, tcp], wake: [busy-poll], payloads: [64KiB], iterations: 10, timeout: 5s }
+  - { name: logging, kind: logging, transports: [file], sinks: [buffered], payloads: [64B], iterations: 10, budget: 30s }
+  - { name: fan, kind: fan-out, transports: [tcp], codecs: [prost], payloads: [200B], iterations: 10, frame_deadline: 5s }
+"#;
+
+    fn cells() -> Vec<Cell> {
+        let spec = Spec::parse(MATRIX, std::path::Path::new("matrix.yaml")).unwrap();
+        spec.cells("quick").unwrap()
+    }
+
+    #[test]
+    fn each_request_reply_cell_stands_on_the_probe_of_its_transport() {
+        let probes: Vec<(String, Option<FloorProbe>)> = cells()
+            .iter()
+            .map(|cell| (cell.id.clone(), probe_for(cell)))
+            .collect();
+        let expected = [
+            ("echo::shm-busy::200B", Some(FloorProbe::Spin)),
+            ("echo::shm-blocking::200B", Some(FloorProbe::Futex)),
+            ("echo::local::200B", Some(FloorProbe::UnixStream)),
+            ("echo::tcp::200B", Some(FloorProbe::Tcp)),
+            ("echo::udp::200B", Some(FloorProbe::Udp)),
+            ("echo::pipe::200B", Some(FloorProbe::Pipe)),
+            ("bulk::shm-busy::64KiB", Some(FloorProbe::Memcpy)),
+            ("bulk::tcp::64KiB", Some(FloorProbe::Tcp)),
+            ("logging::buffered::file::64B", None),
+            ("fan::prost::tcp::200B", None),
+        ];
+        for (id, probe) in expected {
+            let found = probes.iter().find(|(cell, _)| cell == id);
+            assert_eq!(found.map(|(_, p)| *p), Some(probe), "{id} in {probes:?}");
+        }
+    }
+
+    /// Every probe runs to the end on two CPUs, timing as many round trips as asked, each
+    /// a positive number of nanoseconds.
+    #[test]
+    fn every_probe_times_the_round_trips_asked_for() {
+        let Some(peer_cpu) = crate::placement::choose().peer_cpu else {
+            eprintln!("skipped: fewer than two CPUs to pin the probes to");
+            return;
+        };
+        let probes = [
+            FloorProbe::Spin,
+            FloorProbe::Futex,
+            FloorProbe::UnixStream,
+            FloorProbe::Tcp,
+            FloorProbe::Udp,
+            FloorProbe::Pipe,
+            FloorProbe::Memcpy,
+        ];
+        for probe in probes {
+            for len in [1, 200, 70_000] {
+                if probe == FloorProbe::Udp && len > 65_507 {
+                    continue;
+                }
+                let samples = run_probe(probe, len, Rounds::of((3, 25)), peer_cpu)
+                    .unwrap_or_else(|e| panic!("{probe} of {len} bytes: {e}"));
+                assert_eq!(samples.len(), 25, "{probe} of {len} bytes");
+                assert!(samples.iter().all(|&ns| ns > 0), "{probe}: {samples:?}");
+            }
+        }
+    }
+
+    /// A process measures a floor once: the cells that share it read the same value.
+    #[test]
+    fn a_floor_is_measured_once_per_process() {
+        let cells = cells();
+        let shm = cells
+            .iter()
+            .find(|c| c.id == "echo::shm-busy::200B")
+            .unwrap();
+        let placement = crate::placement::choose();
+        if placement.peer_cpu.is_none() {
+            eprintln!("skipped: fewer than two CPUs to pin the probes to");
+            return;
+        }
+        let _pinned = crate::placement::PinnedThread::pin(placement.measurer_cpu).unwrap();
+        let first = floor_for(shm, placement).expect("measured");
+        let again = floor_for(shm, placement).expect("kept");
+        assert_eq!(first, again);
+        assert_eq!(first.round_trips, shm.iterations.max(MIN_ROUND_TRIPS));
+        assert_eq!(first.ratio, None);
+    }
+}
