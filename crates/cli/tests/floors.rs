@@ -49,7 +49,7 @@ fn a_run_stores_each_cells_floor_and_its_ratio_to_it() {
             "echo::shm-busy::200B" => Some(FloorProbe::Spin),
             "echo::tcp::200B" => Some(FloorProbe::Tcp),
             "echo::local::200B" => Some(FloorProbe::UnixStream),
-            "bulk::shm-busy::64KiB" => Some(FloorProbe::Memcpy),
+            "bulk::shm-busy::64KiB" => Some(FloorProbe::Spin),
             _ => None,
         };
         seen.push(id.to_string());
@@ -98,11 +98,7 @@ fn probe_lists_one_floor_per_probe_payload_and_round_trips() {
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
     let probes: Vec<&str> = lines.iter().map(|l| l["probe"].as_str().unwrap()).collect();
-    assert_eq!(
-        probes,
-        ["spin", "tcp", "unix-stream", "memcpy"],
-        "{lines:?}"
-    );
+    assert_eq!(probes, ["spin", "tcp", "unix-stream", "spin"], "{lines:?}");
     for line in &lines {
         assert!(line["p50_ns"].as_u64().unwrap() > 0, "{line}");
         assert_eq!(line["cells"].as_array().unwrap().len(), 1, "{line}");

@@ -242,7 +242,8 @@ impl InstructionCounts {
 #[serde(rename_all = "kebab-case")]
 pub enum FloorProbe {
     /// Two threads spinning on one cache line each way, the payload copied into and out of
-    /// a shared buffer each way (shared memory, busy-poll).
+    /// shared buffers each way, a long payload streamed through a ring of 1 MiB chunks
+    /// (shared memory, busy-poll).
     Spin,
     /// The same handoff, the waiter asleep on a futex and woken by the publisher (shared
     /// memory, blocking).
@@ -255,9 +256,6 @@ pub enum FloorProbe {
     Udp,
     /// One write(2) and one read(2) each way over a pair of anonymous pipes.
     Pipe,
-    /// Two copies of the payload on one CPU: a bulk message through shared memory can cost
-    /// no less than one copy each way, when each direction's copy in and copy out overlap.
-    Memcpy,
 }
 
 impl FloorProbe {
@@ -269,7 +267,6 @@ impl FloorProbe {
             FloorProbe::Tcp => "tcp",
             FloorProbe::Udp => "udp",
             FloorProbe::Pipe => "pipe",
-            FloorProbe::Memcpy => "memcpy",
         }
     }
 }
@@ -285,8 +282,7 @@ impl std::fmt::Display for FloorProbe {
 pub struct Floor {
     pub probe: FloorProbe,
     pub payload_bytes: u64,
-    /// Median round trip of the probe, each timed alone as a cell times its own (for
-    /// `memcpy`: two copies of the payload).
+    /// Median round trip of the probe, each timed alone as a cell times its own.
     pub p50_ns: u64,
     /// Round trips timed.
     pub round_trips: u64,

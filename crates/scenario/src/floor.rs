@@ -40,8 +40,8 @@ const PROBE_DEADLINE: Duration = Duration::from_secs(20);
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The probe that stands for `cell`, if its kind has one: the request/reply kinds by
-/// their transport; bulk messages through shared memory by the copies they cannot avoid.
-/// Fan, load and logging cells have none: no one exchange is their unit of work.
+/// their transport (shared memory by its wake mode). Fan, load and logging cells have
+/// none: no one exchange is their unit of work.
 pub fn probe_for(cell: &Cell) -> Option<FloorProbe> {
     let request_reply = matches!(
         cell.kind(),
@@ -55,7 +55,6 @@ pub fn probe_for(cell: &Cell) -> Option<FloorProbe> {
         return None;
     }
     Some(match cell.transport.channel()? {
-        ChannelKind::Shm if cell.kind() == ScenarioKind::Bulk => FloorProbe::Memcpy,
         ChannelKind::Shm => match cell.wake.unwrap_or(WakeMode::Blocking) {
             WakeMode::BusyPoll => FloorProbe::Spin,
             WakeMode::Blocking => FloorProbe::Futex,
@@ -218,7 +217,6 @@ fn run_probe(probe: FloorProbe, len: usize, rounds: Rounds, peer_cpu: usize) -> 
                 Duplex(request_read, reply_write),
             )
         }
-        FloorProbe::Memcpy => memcpy(len, rounds),
     }
 }
 
@@ -381,62 +379,54 @@ enum Wait {
     Futex,
 }
 
-/// One direction of a shared-memory handoff: a buffer the payload is copied into, and a
-/// counter on a cache line of its own that publishes it (and counts its sleepers).
+/// The largest chunk a handoff copies at once, and the chunks in flight each way: as the
+/// shared-memory transport's largest slot and its ring. A message longer than a chunk
+/// streams through the ring, the reader copying one chunk out while the writer copies the
+/// next in, and the chunks stay in the caches; copying the whole message at once would
+/// go through memory twice (two copies of 100 MB took 21 ms here, where the transport's
+/// round trip of 100 MB, four copies streamed, took 17.5 ms).
+const CHUNK: usize = 1 << 20;
+const RING: u32 = 4;
+
+/// A count on a cache line of its own, with the number of threads asleep on it.
 #[repr(C, align(64))]
 struct Line {
-    published: AtomicU32,
+    count: AtomicU32,
     sleepers: AtomicU32,
 }
 
-struct Direction {
-    line: Line,
-    buffer: UnsafeCell<Box<[u8]>>,
-}
-
-// SAFETY: the buffer is written only by the side about to publish and read only by the
-// side that saw the publication (Release/Acquire on `published`), never both at once.
-unsafe impl Sync for Direction {}
-
-impl Direction {
-    fn new(len: usize) -> Self {
+impl Line {
+    fn new() -> Self {
         Self {
-            line: Line {
-                published: AtomicU32::new(0),
-                sleepers: AtomicU32::new(0),
-            },
-            buffer: UnsafeCell::new(vec![0u8; len].into_boxed_slice()),
+            count: AtomicU32::new(0),
+            sleepers: AtomicU32::new(0),
         }
     }
 
-    /// Copies `message` in and publishes it as number `n`.
-    fn put(&self, message: &[u8], n: u32, wait: Wait) {
-        // SAFETY: see `Sync`: the other side does not touch the buffer until it sees `n`.
-        unsafe { (*self.buffer.get()).copy_from_slice(message) };
+    fn publish(&self, count: u32, wait: Wait) {
         match wait {
-            Wait::Spin => self.line.published.store(n, Ordering::Release),
+            Wait::Spin => self.count.store(count, Ordering::Release),
             Wait::Futex => {
-                self.line.published.store(n, Ordering::SeqCst);
-                if self.line.sleepers.load(Ordering::SeqCst) != 0 {
-                    futex_wake(&self.line.published);
+                self.count.store(count, Ordering::SeqCst);
+                if self.sleepers.load(Ordering::SeqCst) != 0 {
+                    futex_wake(&self.count);
                 }
             }
         }
     }
 
-    /// Waits for number `n` (or until `give_up` says so), then copies the message out.
-    fn take(
+    /// Waits until `ready(count)` (or until `give_up` says so) and returns the count.
+    fn wait_until(
         &self,
-        out: &mut [u8],
-        n: u32,
+        ready: impl Fn(u32) -> bool,
         wait: Wait,
         give_up: &dyn Fn() -> bool,
-    ) -> Result<(), String> {
+    ) -> Result<u32, String> {
         let mut spins = 0u32;
         loop {
-            let seen = self.line.published.load(Ordering::Acquire);
-            if seen == n {
-                break;
+            let seen = self.count.load(Ordering::Acquire);
+            if ready(seen) {
+                return Ok(seen);
             }
             match wait {
                 Wait::Spin => {
@@ -447,27 +437,105 @@ impl Direction {
                     }
                 }
                 Wait::Futex => {
-                    self.line.sleepers.fetch_add(1, Ordering::SeqCst);
-                    let seen = self.line.published.load(Ordering::SeqCst);
-                    if seen != n {
-                        let _ = futex_wait(&self.line.published, seen, Duration::from_millis(20));
+                    self.sleepers.fetch_add(1, Ordering::SeqCst);
+                    let seen = self.count.load(Ordering::SeqCst);
+                    if !ready(seen) {
+                        let _ = futex_wait(&self.count, seen, Duration::from_millis(20));
                     }
-                    self.line.sleepers.fetch_sub(1, Ordering::SeqCst);
+                    self.sleepers.fetch_sub(1, Ordering::SeqCst);
                 }
             }
             if give_up() {
                 return Err("the other side stopped answering".into());
             }
         }
-        // SAFETY: see `Sync`: the publisher wrote before it published `n` and does not
-        // write again until this side publishes the reply.
-        out.copy_from_slice(unsafe { &*self.buffer.get() });
+    }
+}
+
+/// One direction of a shared-memory handoff: a ring of chunk buffers, the writer's count
+/// of chunks published and the reader's count of chunks taken, each on its own line.
+struct Direction {
+    published: Line,
+    taken: Line,
+    slots: Vec<UnsafeCell<Box<[u8]>>>,
+}
+
+// SAFETY: a slot is written only by the writer before it publishes the slot's chunk, and
+// read only by the reader after it saw that (Release/Acquire on `published`) and before
+// it counts the chunk taken (Release/Acquire on `taken`), never both at once.
+unsafe impl Sync for Direction {}
+
+/// Where each side of one direction is: the next chunk to publish or take, and the
+/// reader's count as the writer last saw it.
+#[derive(Default)]
+struct Cursor {
+    next: u32,
+    taken_seen: u32,
+}
+
+impl Direction {
+    fn new(len: usize) -> Self {
+        let slot = len.clamp(1, CHUNK);
+        Self {
+            published: Line::new(),
+            taken: Line::new(),
+            slots: (0..RING)
+                .map(|_| UnsafeCell::new(vec![0u8; slot].into_boxed_slice()))
+                .collect(),
+        }
+    }
+
+    /// Copies `message` in, chunk by chunk, publishing each.
+    fn put(
+        &self,
+        message: &[u8],
+        cursor: &mut Cursor,
+        wait: Wait,
+        give_up: &dyn Fn() -> bool,
+    ) -> Result<(), String> {
+        for chunk in message.chunks(CHUNK) {
+            let n = cursor.next;
+            if n.wrapping_sub(cursor.taken_seen) >= RING {
+                cursor.taken_seen =
+                    self.taken
+                        .wait_until(|taken| n.wrapping_sub(taken) < RING, wait, give_up)?;
+            }
+            let slot = self.slots[(n % RING) as usize].get();
+            // SAFETY: see `Sync`: the reader has taken this slot's last chunk and does not
+            // touch it until it sees this one published.
+            unsafe { (&mut *slot)[..chunk.len()].copy_from_slice(chunk) };
+            cursor.next = n.wrapping_add(1);
+            self.published.publish(cursor.next, wait);
+        }
+        Ok(())
+    }
+
+    /// Waits for the chunks of a message of `out.len()` bytes and copies them out.
+    fn take(
+        &self,
+        out: &mut [u8],
+        cursor: &mut Cursor,
+        wait: Wait,
+        give_up: &dyn Fn() -> bool,
+    ) -> Result<(), String> {
+        for chunk in out.chunks_mut(CHUNK) {
+            let n = cursor.next;
+            self.published
+                .wait_until(|published| published != n, wait, give_up)?;
+            let slot = self.slots[(n % RING) as usize].get();
+            // SAFETY: see `Sync`: the writer published this slot's chunk and does not
+            // touch it again until it sees it taken.
+            chunk.copy_from_slice(unsafe { &(&*slot)[..chunk.len()] });
+            cursor.next = n.wrapping_add(1);
+            self.taken.publish(cursor.next, wait);
+        }
         Ok(())
     }
 }
 
 /// Ping-pong through shared buffers: the payload copied in and out each way, as a
-/// shared-memory transport must, each handoff published on a cache line of its own.
+/// shared-memory transport must, each chunk published on a cache line of its own, a long
+/// payload streamed through a ring of chunks.
 fn handoff(len: usize, peer_cpu: usize, rounds: Rounds, wait: Wait) -> ProbeResult {
     let request_way = Arc::new(Direction::new(len));
     let reply_way = Arc::new(Direction::new(len));
@@ -476,44 +544,33 @@ fn handoff(len: usize, peer_cpu: usize, rounds: Rounds, wait: Wait) -> ProbeResu
         let (request_way, reply_way, stop) = (request_way.clone(), reply_way.clone(), stop.clone());
         responder(peer_cpu, move || {
             let mut buf = vec![0u8; len];
+            let (mut from, mut to) = (Cursor::default(), Cursor::default());
             let stopped = || stop.load(Ordering::Relaxed);
-            for n in 1u32.. {
-                if request_way.take(&mut buf, n, wait, &stopped).is_err() {
+            loop {
+                if request_way
+                    .take(&mut buf, &mut from, wait, &stopped)
+                    .is_err()
+                    || reply_way.put(&buf, &mut to, wait, &stopped).is_err()
+                {
                     return Ok(());
                 }
-                reply_way.put(&buf, n, wait);
             }
-            Ok(())
         })
     };
     let request = vec![0x5au8; len];
     let mut reply = vec![0u8; len];
-    let mut n = 0u32;
+    let (mut to, mut from) = (Cursor::default(), Cursor::default());
     let give_up = || peer.is_finished() || Instant::now() > rounds.deadline;
     let timed = time_round_trips(rounds, || {
-        n += 1;
-        request_way.put(&request, n, wait);
-        reply_way.take(&mut reply, n, wait, &give_up)
+        request_way.put(&request, &mut to, wait, &give_up)?;
+        reply_way.take(&mut reply, &mut from, wait, &give_up)
     });
     stop.store(true, Ordering::Relaxed);
-    futex_wake(&request_way.line.published);
+    for line in [&request_way.published, &reply_way.taken] {
+        futex_wake(&line.count);
+    }
     joined(peer)?;
     timed
-}
-
-/// Two copies of `len` bytes on this CPU, timed together: the least a bulk message
-/// through shared memory costs when each direction's copy in overlaps its copy out.
-fn memcpy(len: usize, rounds: Rounds) -> ProbeResult {
-    let source = vec![0x5au8; len];
-    let mut target = vec![0u8; len];
-    // Fault the target's pages in before timing.
-    target.copy_from_slice(&source);
-    time_round_trips(rounds, || {
-        target.copy_from_slice(std::hint::black_box(&source));
-        target.copy_from_slice(std::hint::black_box(&source));
-        std::hint::black_box(&mut target);
-        Ok(())
-    })
 }
 
 /// One floor of a selection of cells, and the cells it stands for.
@@ -596,7 +653,7 @@ scenarios:
             ("echo::tcp::200B", Some(FloorProbe::Tcp)),
             ("echo::udp::200B", Some(FloorProbe::Udp)),
             ("echo::pipe::200B", Some(FloorProbe::Pipe)),
-            ("bulk::shm-busy::64KiB", Some(FloorProbe::Memcpy)),
+            ("bulk::shm-busy::64KiB", Some(FloorProbe::Spin)),
             ("bulk::tcp::64KiB", Some(FloorProbe::Tcp)),
             ("logging::buffered::file::64B", None),
             ("fan::prost::tcp::200B", None),
@@ -622,10 +679,10 @@ scenarios:
             FloorProbe::Tcp,
             FloorProbe::Udp,
             FloorProbe::Pipe,
-            FloorProbe::Memcpy,
         ];
         for probe in probes {
-            for len in [1, 200, 70_000] {
+            // One byte, a short message, and one of several chunks (the last one short).
+            for len in [1, 200, 2 * CHUNK + 5] {
                 if probe == FloorProbe::Udp && len > 65_507 {
                     continue;
                 }
