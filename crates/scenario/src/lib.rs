@@ -14,8 +14,9 @@
 //! - `context`, `failure`, `spawn`: the run's options and tally, failures as the user reads
 //!   them (one transport-error mapping, one clean-exit check), the peer process (one
 //!   goodbye deadline).
-//! - `peer`, `verify`, `payload`, `codec_work`, `measure`, `probe`, `placement`,
-//!   `pressure`, `fault`: leaf pieces.
+//! - `peer`, `verify`, `payload`, `codec_work`, `measure`, `floor`, `probe`, `placement`,
+//!   `pressure`, `fault`: leaf pieces (`floor`: the machine's floor of a cell, measured
+//!   in the same run).
 
 mod run;
 mod serve;
