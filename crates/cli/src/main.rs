@@ -66,7 +66,7 @@ enum Command {
     },
     /// Measure the machine's floor of each selected cell (the simplest exchange of its
     /// payload between its two CPUs that its transport could do) and print them; `run`
-    /// measures the same floors before its first cell.
+    /// measures each cell's floor just before the cell.
     Probe {
         #[command(flatten)]
         selection: Selection,

@@ -1,5 +1,5 @@
-//! Floors are measured in the same run as the cells they stand for: `run` measures them
-//! before its first cell and stores each with its cells' results, with the cell's ratio to
+//! Floors are measured in the same run as the cells they stand for: `run` measures each
+//! just before its cell and stores it with the cell's result, with the cell's ratio to
 //! it; `probe` measures and lists them. What the ratios are is for benchmarks and reports;
 //! these tests hold that floors exist, match their cells and are computed right.
 
@@ -31,16 +31,10 @@ fn a_run_stores_each_cells_floor_and_its_ratio_to_it() {
     let output = s.run(&["run", "--out", "out", "--baselines", "baselines"]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     if emulated() {
-        assert!(text(&output).contains("floors: not measured under an emulator"));
         let stored = read_run(&run_dir(&s.path("out"), &leg(), "quick"), None).unwrap();
         assert!(stored.results.iter().all(|r| r.floor.is_none()));
         return;
     }
-    assert!(
-        text(&output).contains("floors: 4 of 4 measured"),
-        "{}",
-        text(&output)
-    );
     let stored = read_run(&run_dir(&s.path("out"), &leg(), "quick"), None).unwrap();
     let mut seen = Vec::new();
     for result in &stored.results {

@@ -9,18 +9,18 @@
 //! (each CPU runs one task and otherwise idles), without a peer to start. Each probe
 //! gives up at [`PROBE_DEADLINE`]; its other side then stops too.
 //!
-//! Floors are kept per process by probe, payload, round trips and CPUs: `ipc-matrix run`
-//! measures each once, before its first cell, and every cell of the run that needs it
-//! reads the same value.
+//! A cell's floor is measured just before the cell, as the machine probe is: the host
+//! moves and slows the vCPUs over a run (a cache line's round trip between them went from
+//! 63 to 325 ns and back within minutes here), and a floor measured at the start of a run
+//! then stood for cells that ran on another machine, as far as timing goes.
 
 use ipc_matrix_results::{Floor, FloorProbe, Placement};
 use ipc_matrix_spec::{Cell, ChannelKind, ScenarioKind, WakeMode};
 use ipc_matrix_transport::{futex_wait, futex_wake, set_thread_cpus};
 use std::cell::UnsafeCell;
-use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A probe runs as many round trips as its cell, warm-up and timed: on a VM, a blocking
@@ -66,10 +66,6 @@ pub fn probe_for(cell: &Cell) -> Option<FloorProbe> {
     })
 }
 
-/// What a floor is measured for: the probe, its payload, the cell's warm-up and timed
-/// round trips, and the two CPUs.
-type FloorKey = (FloorProbe, u64, (u64, u64), Option<usize>, Option<usize>);
-
 /// A probe holds at most four copies of its payload at once (a buffer each way and the
 /// two ends' own): measured only when the cell itself fits and so do those.
 fn fits_in_memory(cell: &Cell) -> bool {
@@ -87,18 +83,8 @@ pub fn emulated() -> bool {
         .is_some()
 }
 
-/// A floor's median and round trips timed; `None` when its probe failed.
-type Measured = Option<(u64, u64)>;
-
-/// The floors this process has measured.
-fn floors() -> &'static Mutex<HashMap<FloorKey, Measured>> {
-    static FLOORS: std::sync::OnceLock<Mutex<HashMap<FloorKey, Measured>>> =
-        std::sync::OnceLock::new();
-    FLOORS.get_or_init(Default::default)
-}
-
-/// The floor of `cell` on `placement`: measured now unless this process measured it
-/// before. The calling thread must already be pinned to the measuring CPU. `None` when
+/// The floor of `cell` on `placement`, measured now. The calling thread must already be
+/// pinned to the measuring CPU. `None` when
 /// the cell's kind has no floor, the CPUs are not pinned, the probe failed, or the run is
 /// emulated (an emulator's floor is the emulator's, not the machine's).
 pub fn floor_for(cell: &Cell, placement: Placement) -> Option<Floor> {
@@ -117,7 +103,7 @@ pub fn floor_for(cell: &Cell, placement: Placement) -> Option<Floor> {
     })
 }
 
-/// Median and count of the probe's round trips, from the process's cache or measured now.
+/// Median and count of the probe's round trips.
 fn measured(
     probe: FloorProbe,
     payload: u64,
@@ -126,27 +112,11 @@ fn measured(
 ) -> Option<(u64, u64)> {
     placement.measurer_cpu?;
     let peer_cpu = placement.peer_cpu?;
-    let key = (
-        probe,
-        payload,
-        rounds,
-        placement.measurer_cpu,
-        placement.peer_cpu,
-    );
-    let mut cache = floors().lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(known) = cache.get(&key) {
-        return *known;
-    }
-    let result = usize::try_from(payload)
-        .ok()
-        .and_then(|len| run_probe(probe, len, Rounds::of(rounds), peer_cpu).ok())
-        .and_then(|mut samples| {
-            samples.sort_unstable();
-            let count = samples.len() as u64;
-            samples.get(samples.len() / 2).map(|&p50| (p50, count))
-        });
-    cache.insert(key, result);
-    result
+    let len = usize::try_from(payload).ok()?;
+    let mut samples = run_probe(probe, len, Rounds::of(rounds), peer_cpu).ok()?;
+    samples.sort_unstable();
+    let count = samples.len() as u64;
+    samples.get(samples.len() / 2).map(|&p50| (p50, count))
 }
 
 type ProbeResult = Result<Vec<u64>, String>;
@@ -586,8 +556,7 @@ pub struct SelectedFloor {
 }
 
 /// Measures the floors of `cells` now (each distinct probe, payload and round trips once),
-/// pinned as their cells will be, and keeps them for the cells of this process; in the
-/// order of the cells that first need them.
+/// pinned as their cells would be; in the order of the cells that first need them.
 pub fn measure_floors(cells: &[Cell]) -> Vec<SelectedFloor> {
     let mut placement = crate::placement::choose();
     let pinned = crate::placement::PinnedThread::pin(placement.measurer_cpu);
@@ -694,9 +663,9 @@ scenarios:
         }
     }
 
-    /// A process measures a floor once: the cells that share it read the same value.
+    /// A floor is measured for its cell: its probe, payload and round trips.
     #[test]
-    fn a_floor_is_measured_once_per_process() {
+    fn a_floor_is_measured_with_its_cells_payload_and_round_trips() {
         let cells = cells();
         let shm = cells
             .iter()
@@ -708,10 +677,11 @@ scenarios:
             return;
         }
         let _pinned = crate::placement::PinnedThread::pin(placement.measurer_cpu).unwrap();
-        let first = floor_for(shm, placement).expect("measured");
-        let again = floor_for(shm, placement).expect("kept");
-        assert_eq!(first, again);
-        assert_eq!(first.round_trips, shm.iterations.max(MIN_ROUND_TRIPS));
-        assert_eq!(first.ratio, None);
+        let floor = floor_for(shm, placement).expect("measured");
+        assert_eq!(floor.probe, FloorProbe::Spin);
+        assert_eq!(floor.payload_bytes, 200);
+        assert_eq!(floor.round_trips, shm.iterations);
+        assert!(floor.p50_ns > 0);
+        assert_eq!(floor.ratio, None);
     }
 }

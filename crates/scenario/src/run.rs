@@ -33,7 +33,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     }
     let probe = || pinned.is_ok().then(|| core_to_core_ns(placement)).flatten();
     let probe_before = probe();
-    // The floor, measured now unless this process has already measured it.
+    // The machine's floor of this cell, measured now, as the probe is.
     let floor = pinned.is_ok().then(|| floor_for(cell, placement)).flatten();
     let mut tally = Tally {
         counting: harness.counted.then(Counting::for_cell).flatten(),

@@ -13,7 +13,6 @@ use ipc_matrix_scenario::RunOptions;
 use ipc_matrix_spec::Cell;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 pub fn run(
     selection: &Selection,
@@ -66,19 +65,6 @@ fn run_cells(cells: &[Cell], out: &Path, options: &RunOptions, fail_fast: bool) 
     };
     for path in ipc_matrix::remove_stale_artifacts_once() {
         println!("removed a leftover of a crashed run: {}", path.display());
-    }
-    // The machine's floors first, each once, kept for the cells that stand on them.
-    let probing = Instant::now();
-    let floors = ipc_matrix_scenario::measure_floors(cells);
-    if ipc_matrix_scenario::emulated() {
-        println!("floors: not measured under an emulator");
-    } else if !floors.is_empty() {
-        let measured = floors.iter().filter(|f| f.floor.is_some()).count();
-        println!(
-            "floors: {measured} of {} measured in {:.1} s (`ipc-matrix probe` lists them)",
-            floors.len(),
-            probing.elapsed().as_secs_f64()
-        );
     }
     let mut results = Vec::new();
     let mut not_stored = 0;
