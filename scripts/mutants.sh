@@ -27,10 +27,17 @@ cd "$(repo_root)"
 
 CARGO_MUTANTS_VERSION=27.1.0
 # A mutant's tests time out after 4 times the unmutated tests' time, and never sooner
-# than this many seconds (the conformance suite of a transport takes about 5 s here, far
-# more under load); a mutant that makes a test hang shows as a timeout, which the summary
-# lists apart. Its build times out after this many seconds.
-MIN_TEST_TIMEOUT=${MUTANTS_MIN_TEST_TIMEOUT:-60}
+# than this many seconds: 60 for the transport crate (its conformance suite takes about
+# 5 s here, far more under load), 15 for the others (their tests take about a second; a
+# mutant that makes a loop endless costs the whole timeout, and stats.rs has dozens). A
+# mutant that makes a test hang shows as a timeout, which the summary lists apart. Its
+# build times out after this many seconds.
+min_test_timeout() {
+  case "$1" in
+    crates/transport/*) echo "${MUTANTS_MIN_TEST_TIMEOUT:-60}" ;;
+    *) echo "${MUTANTS_MIN_TEST_TIMEOUT:-15}" ;;
+  esac
+}
 BUILD_TIMEOUT=${MUTANTS_BUILD_TIMEOUT:-900}
 
 budget_minutes=${1:-20}
@@ -92,7 +99,7 @@ for f in "${files[@]}"; do
   set +e
   timeout --signal=INT --kill-after=120 "$left" \
     cargo mutants --file "$f" --jobs 1 --no-shuffle --colors never \
-      --timeout-multiplier 4 --minimum-test-timeout "$MIN_TEST_TIMEOUT" \
+      --timeout-multiplier 4 --minimum-test-timeout "$(min_test_timeout "$f")" \
       --build-timeout "$BUILD_TIMEOUT" \
       --copy-target=false --output "$dir" > "$dir/log.txt" 2>&1
   rc=$?
