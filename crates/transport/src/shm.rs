@@ -360,6 +360,13 @@ fn checked_layout(slot_size: u32, slots: u32, real_len: usize) -> Result<Layout,
             layout.len
         ));
     }
+    // A chunk's length shares its published word with the MORE_FOLLOWS bit.
+    if layout.slot_size > MAX_SLOT {
+        return Err(format!(
+            "its header announces slots of {slot_size} bytes, more than the {MAX_SLOT} a slot \
+             may hold"
+        ));
+    }
     Ok(layout)
 }
 
@@ -785,6 +792,26 @@ mod tests {
                 assert!(message.contains("4096"), "{message}");
             }
         }
+    }
+
+    /// A slot larger than MAX_SLOT is refused, though the mapping would hold it: a chunk's
+    /// length must leave the MORE_FOLLOWS bit of its published word clear.
+    #[test]
+    fn attach_refuses_slots_larger_than_a_slot_may_be() {
+        let too_big = MAX_SLOT as u32 + 64;
+        let need = Layout::new(too_big as usize, 1).unwrap().len;
+        let segment = RawSegment::create(need, too_big, 1);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        match attach(&segment.os_id, WakeMode::BusyPoll, deadline) {
+            Err(TransportError::Corrupt(why)) => {
+                assert!(
+                    why.contains("more than the 1048576 a slot may hold"),
+                    "{why}"
+                )
+            }
+            other => panic!("{:?}", other.map(|c| c.layout)),
+        }
+        assert!(checked_layout(MAX_SLOT as u32, 1, usize::MAX).is_ok());
     }
 
     /// One byte short of what the header needs is refused; exactly enough is accepted.
