@@ -1025,6 +1025,16 @@ mod tests {
         }
     }
 
+    /// A message of one chunk is as long as the chunk its counter publishes: the slot's
+    /// header (its message length) is not read, which is what spares the consumer a second
+    /// transfer between the CPUs. A header that disagrees goes unread.
+    #[test]
+    fn a_message_of_one_chunk_is_as_long_as_its_chunk() {
+        let (_owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        forge_chunk(&peer, 0, (200, false), 100);
+        assert_eq!(receive(&mut peer, 4 * 4096).unwrap().len(), 200);
+    }
+
     /// Messages sent before the other side reads any: the counter then tells the last
     /// chunk's length, and each earlier message is read by its slot's header.
     #[test]
