@@ -733,6 +733,41 @@ pub fn html(columns: &[Column]) -> String {
                 "Median round trip of every cell on every native leg.",
             ));
             body.push('\n');
+            let ratios: Vec<Series> = native
+                .iter()
+                .zip(&arches)
+                .enumerate()
+                .skip(1)
+                .map(|(color, (c, arch))| Series {
+                    name: format!("{arch} / {}", arches[0]),
+                    color,
+                    values: ids
+                        .iter()
+                        .map(|(_, id)| {
+                            let first = native[0].p50(id)? as f64;
+                            let value = c.p50(id)? as f64;
+                            (first > 0.0).then(|| value / first)
+                        })
+                        .collect(),
+                })
+                .collect();
+            body.push_str(&figure(
+                plots::series_bars(
+                    &format!("Median round trip relative to {}", native[0].name),
+                    &rows,
+                    &[plots::Panel {
+                        x_desc: format!(
+                            "p50 / {}'s p50 (log scale; 1.00x = as fast, right is slower)",
+                            arches[0]
+                        ),
+                        series: ratios,
+                    }],
+                    Some(1.0),
+                    &|v| format!("{v:.2}x"),
+                ),
+                "The ratios of the table above as bars from 1.00x: each native leg's median round trip over the first's, cell by cell.",
+            ));
+            body.push('\n');
         }
     }
     if !emulated.is_empty() {

@@ -1,14 +1,23 @@
-//! `report.html`: one self-contained page (inline CSS and SVG, no script, no network).
+//! `report.html`: one self-contained page (inline CSS and SVG, no script, no network),
+//! 1400 px wide at most. It opens with the headline and a list of contents, then what
+//! changed (each failure, regression and improvement with its ratio, interval and plot),
+//! the table of all cells with the unchanged ones collapsed, the floors, and one section
+//! per scenario kind with the plots that suit it; notes shared by many cells are grouped.
 
-use crate::seed_tables::seed_tables;
-use crate::units::{nanos, p_value, ratio, utc};
-use crate::{codec_results, headline, plots, LegReport};
-use ipc_matrix_baseline::Verdict;
+use crate::changes::{gates, note_groups, Changes, Row};
+use crate::seed_tables::{seed_tables, SeedTable};
+use crate::units::{bytes, nanos, p_value, ratio, utc};
+use crate::{headline, plots, LegReport};
+use ipc_matrix_baseline::{CellVerdict, Verdict};
+use ipc_matrix_results::CellResult;
+use ipc_matrix_spec::ScenarioKind;
 use std::fmt::Write;
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1280px;color:#222}\
-table{border-collapse:collapse;font-size:.9rem;margin:1rem 0}\
-th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:right}\
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:1320px;padding:0 1rem;color:#222}\
+table{border-collapse:collapse;font-size:.85rem;margin:1rem 0}th{white-space:normal}details>summary{cursor:pointer;margin:.5rem 0}\
+nav ul{columns:3;font-size:.9rem}nav li{break-inside:avoid}.change{border-top:1px solid #ddd;margin-top:1rem}\
+td.text{white-space:normal;text-align:left;max-width:40rem}.quiet{color:#555}\
+th,td{border:1px solid #ccc;padding:.2rem .4rem;text-align:right}\
 th:first-child,td:first-child{text-align:left;font-family:monospace;white-space:nowrap}td{white-space:nowrap}\
 .regressed{color:#b34700;font-weight:bold}.improved{color:#007a5a}.failed{color:#b00020;font-weight:bold}\
 .note{background:#eef4fb;border-left:4px solid #0072b2;padding:.5rem 1rem}\
@@ -73,9 +82,153 @@ pub fn table(header: &[String], rows: &[Vec<String>]) -> String {
     html
 }
 
+/// One row per cell: its percentiles, rates, baseline and verdicts. Informational
+/// verdicts are in italics (the legend says so).
+fn cell_table(rows: &[Row]) -> String {
+    let mut html = String::from("<table>\n<tr><th>cell</th><th>p50</th><th>p99</th><th>p99.9</th><th>round trips/s</th><th>MB/s</th><th>baseline p50</th><th>ratio (95 % CI)</th><th>verdict</th><th>vs floor</th><th>instructions/ round trip</th><th>instructions vs baseline</th></tr>\n");
+    for (result, cell) in rows {
+        let l = result.latency_ns;
+        let dash = || "-".to_string();
+        let class = match cell.verdict {
+            Verdict::Regressed if cell.gating => "regressed",
+            Verdict::Improved => "improved",
+            Verdict::Failed => "failed",
+            _ if !cell.gating => "informs",
+            _ => "",
+        };
+        let (instructions, instruction_verdict, regressed) = crate::instruction_columns(cell);
+        let instruction_class = match &cell.instructions {
+            _ if regressed => "regressed",
+            Some(i) if !i.gating => "informs",
+            _ => "",
+        };
+        let _ = writeln!(
+            html,
+            "<tr id=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td><td>{}</td><td class=\"{instruction_class}\">{}</td></tr>",
+            row_anchor(&result.cell.id),
+            escape(&result.cell.id),
+            l.map_or_else(dash, |l| nanos(l.p50)),
+            l.map_or_else(dash, |l| nanos(l.p99)),
+            l.map_or_else(dash, |l| nanos(l.p999)),
+            result.round_trips_per_sec.map_or_else(dash, |v| format!("{v:.0}")),
+            result.throughput.map_or_else(dash, |t| format!("{:.1}", t.mb_per_s)),
+            cell.baseline_p50_ns.map_or_else(dash, nanos),
+            cell.change.map_or_else(dash, |c| ratio(c.ratio, c.ci_low, c.ci_high)),
+            cell.verdict.as_str(),
+            result.floor.and_then(|f| f.ratio).map_or_else(dash, |r| format!("{r:.2}x")),
+            instructions,
+            escape(&instruction_verdict.replace(" (informational)", "")),
+        );
+    }
+    html.push_str("</table>\n");
+    html
+}
+
+/// An id fit for an anchor: the cell id with its colons and other punctuation as dashes.
+fn row_anchor(id: &str) -> String {
+    let slug: String = id
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    format!("cell-{slug}")
+}
+
+fn scenario_anchor(scenario: &str) -> String {
+    format!(
+        "scenario-{}",
+        row_anchor(scenario).trim_start_matches("cell-")
+    )
+}
+
+fn kind_anchor(kind: ScenarioKind) -> String {
+    format!("kind-{}", kind.as_str())
+}
+
+/// What a kind's section is called.
+fn kind_title(kind: ScenarioKind) -> &'static str {
+    match kind {
+        ScenarioKind::Echo => "Echo: small messages, round trip",
+        ScenarioKind::Bulk => "Bulk: large messages, round trip and throughput",
+        ScenarioKind::Codec => "Serialization: a sensor frame through a codec and a transport",
+        ScenarioKind::FanOut => "Fan-out: one publisher, two subscribers",
+        ScenarioKind::FanIn => "Fan-in: two publishers, one subscriber",
+        ScenarioKind::Rpc => "RPC: Cap'n Proto, one request in flight",
+        ScenarioKind::ReqRep => "Request/reply: ZeroMQ REQ/REP",
+        ScenarioKind::UdpLoad => "UDP under load",
+        ScenarioKind::Logging => "Logging to a file",
+    }
+}
+
+/// One failure, regression or improvement: what moved, by how much and how sure, and
+/// the cell's round trips in order next to the baseline's median.
+fn change_card(result: &CellResult, cell: &CellVerdict, verdict: Verdict) -> String {
+    let mut html = String::new();
+    let gating = gates(cell, verdict);
+    let _ = writeln!(
+        html,
+        "<section class=\"change\" id=\"change-{}\"><h3><code>{}</code> {}{}</h3>",
+        row_anchor(&result.cell.id).trim_start_matches("cell-"),
+        escape(&result.cell.id),
+        verdict.as_str(),
+        if gating || verdict == Verdict::Failed {
+            ""
+        } else {
+            " <span class=\"informs\">(informational)</span>"
+        }
+    );
+    if let Some(failure) = &result.outcome.failure {
+        let _ = writeln!(
+            html,
+            "<p class=\"warning\">{:?}: {}</p>",
+            failure.kind,
+            escape(&failure.reason)
+        );
+    }
+    if let Some(change) = cell.change.filter(|_| cell.verdict == verdict) {
+        let _ = writeln!(
+            html,
+            "<p>Median round trip {} &rarr; {}: <strong>{}</strong> (95 % interval), p = {}; a change must clear {:.1} % to count.</p>",
+            cell.baseline_p50_ns.map_or("-".into(), nanos),
+            cell.current_p50_ns.map_or("-".into(), nanos),
+            ratio(change.ratio, change.ci_low, change.ci_high),
+            p_value(change.p_value),
+            change.margin * 100.0
+        );
+    }
+    if let Some(i) = cell.instructions.as_ref().filter(|i| i.verdict == verdict) {
+        let _ = writeln!(
+            html,
+            "<p>Guest instructions per round trip {} &rarr; {:.0}: <strong>{:.3}x</strong>; a change must clear {:.1} % to count{}.</p>",
+            i.baseline.map_or("-".into(), |b| format!("{b:.0}")),
+            i.current,
+            i.ratio.unwrap_or(1.0),
+            i.margin * 100.0,
+            if i.gating { "" } else { " (this count only informs)" }
+        );
+    }
+    if !result.samples_ns.is_empty() {
+        html.push_str(&figure(
+            plots::latency_over_index(result, cell.baseline_p50_ns),
+            &format!(
+                "{}: every timed round trip in order, the median of each batch the verdict compares, and the baseline's median.",
+                result.cell.id
+            ),
+        ));
+    }
+    html.push_str("</section>\n");
+    html
+}
+
 pub fn html(report: &LegReport) -> String {
     let verdict = &report.verdict;
     let title = format!("ipc-matrix: {}, profile {}", verdict.leg, verdict.profile);
+    let changes = Changes::of(report);
+    let kinds: Vec<ScenarioKind> = ScenarioKind::ALL
+        .into_iter()
+        .filter(|k| report.results.iter().any(|r| r.cell.kind() == *k))
+        .collect();
+    let floors = crate::floor_rows(report);
+    let groups = note_groups(report);
     let mut body = String::new();
     let (cells, against) = headline(report);
     let _ = writeln!(
@@ -103,210 +256,164 @@ pub fn html(report: &LegReport) -> String {
             escape(why)
         );
     }
-    for cell in verdict.instruction_regressions() {
-        if let Some(i) = &cell.instructions {
-            let _ = writeln!(
-                body,
-                "<p class=\"warning\"><code>{}</code> regressed in instructions: {:.3}x the baseline's guest instructions per round trip.</p>",
-                escape(&cell.cell_id),
-                i.ratio.unwrap_or(1.0)
-            );
+
+    // Contents: the fixed sections, then each kind with its scenarios.
+    body.push_str("<nav><h2>Contents</h2>\n<ul>\n<li><a href=\"#changes\">What changed</a></li>\n<li><a href=\"#cells\">All cells</a></li>\n");
+    if !floors.is_empty() {
+        body.push_str("<li><a href=\"#floors\">Next to the machine's floor</a></li>\n");
+    }
+    for kind in &kinds {
+        let _ = write!(
+            body,
+            "<li><a href=\"#{}\">{}</a>",
+            kind_anchor(*kind),
+            escape(kind_title(*kind))
+        );
+        let scenarios = scenarios_of(report, *kind);
+        if scenarios.len() > 1 || scenarios.first().is_some_and(|s| s != kind.as_str()) {
+            body.push_str(": ");
+            let links: Vec<String> = scenarios
+                .iter()
+                .map(|s| {
+                    format!(
+                        "<a href=\"#{}\"><code>{}</code></a>",
+                        scenario_anchor(s),
+                        escape(s)
+                    )
+                })
+                .collect();
+            body.push_str(&links.join(", "));
+        }
+        body.push_str("</li>\n");
+    }
+    if !groups.is_empty() {
+        body.push_str("<li><a href=\"#notes\">Notes</a></li>\n");
+    }
+    body.push_str("<li><a href=\"#environment\">Environment</a></li>\n</ul></nav>\n");
+
+    body.push_str("<h2 id=\"changes\">What changed</h2>\n");
+    if changes.is_quiet() {
+        body.push_str("<p>Nothing failed, regressed or improved: every cell with a baseline is within its margin of it.</p>\n");
+    }
+    for (title, rows, v) in [
+        ("Failed", &changes.failed, Verdict::Failed),
+        ("Regressed", &changes.regressed, Verdict::Regressed),
+        ("Improved", &changes.improved, Verdict::Improved),
+    ] {
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(body, "<h3>{title} ({})</h3>", rows.len());
+        for (result, cell) in rows {
+            body.push_str(&change_card(result, cell, v));
         }
     }
-    for cell in verdict.timing_regressions() {
-        if let Some(change) = cell.change {
-            let _ = writeln!(
-                body,
-                "<p class=\"warning\"><code>{}</code> regressed: {} slower (95 % interval), p = {}.</p>",
-                escape(&cell.cell_id),
-                ratio(change.ratio, change.ci_low, change.ci_high),
-                p_value(change.p_value)
-            );
-        }
+    if verdict.cells.iter().any(|c| c.change.is_some()) {
+        body.push_str(&figure(
+            plots::baseline_ratios(verdict),
+            "Median round trip of every cell with a baseline, as a ratio to the baseline's: the dot is the estimate, the bar its 95 % bootstrap interval, the grey band the margin a change must clear to count. Filled: the verdict gates; hollow: it only informs.",
+        ));
     }
 
-    body.push_str("<table>\n<tr><th>cell</th><th>result</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>round trips/s</th><th>MB/s</th><th>baseline p50</th><th>ratio (95 % CI)</th><th>verdict</th><th>instructions/round trip</th><th>instructions</th></tr>\n");
-    for (result, cell) in report.results.iter().zip(&verdict.cells) {
-        let l = result.latency_ns;
-        let dash = || "-".to_string();
-        let class = match cell.verdict {
-            Verdict::Regressed if cell.gating => "regressed",
-            Verdict::Improved => "improved",
-            Verdict::Failed => "failed",
-            _ => "",
-        };
-        let verdict_text = if cell.gating {
-            cell.verdict.as_str().to_string()
-        } else {
-            format!("{} (informational)", cell.verdict.as_str())
-        };
-        let (instructions, instruction_verdict, regressed) = crate::instruction_columns(cell);
-        let instruction_class = if regressed { "regressed" } else { "" };
+    body.push_str("<h2 id=\"cells\">All cells</h2>\n<p class=\"quiet\">Verdicts in <span class=\"informs\">italics</span> only inform (an emulated leg, another CPU, a busy or changed machine, a count that depends on timing). <em>vs floor</em>: the median round trip over its floor's (below).</p>\n");
+    let moved: Vec<Row> = changes
+        .failed
+        .iter()
+        .chain(&changes.regressed)
+        .chain(&changes.improved)
+        .copied()
+        .collect();
+    if !moved.is_empty() {
+        body.push_str(&cell_table(&moved));
+    }
+    if !changes.rest.is_empty() {
         let _ = writeln!(
             body,
-            "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td><td class=\"{instruction_class}\">{}</td></tr>",
-            escape(&result.cell.id),
-            if result.outcome.passed { "" } else { "failed" },
-            if result.outcome.passed { "pass" } else { "FAIL" },
-            l.map_or_else(dash, |l| nanos(l.p50)),
-            l.map_or_else(dash, |l| nanos(l.p90)),
-            l.map_or_else(dash, |l| nanos(l.p99)),
-            l.map_or_else(dash, |l| nanos(l.p999)),
-            l.map_or_else(dash, |l| nanos(l.max)),
-            result.round_trips_per_sec.map_or_else(dash, |v| format!("{v:.0}")),
-            result.throughput.map_or_else(dash, |t| format!("{:.1}", t.mb_per_s)),
-            cell.baseline_p50_ns.map_or_else(dash, nanos),
-            cell.change.map_or_else(dash, |c| ratio(c.ratio, c.ci_low, c.ci_high)),
-            escape(&verdict_text),
-            instructions,
-            escape(&instruction_verdict),
+            "<details><summary>{} unchanged or new {}</summary>\n{}</details>",
+            changes.rest.len(),
+            if changes.rest.len() == 1 {
+                "cell"
+            } else {
+                "cells"
+            },
+            cell_table(&changes.rest)
         );
     }
-    body.push_str("</table>\n");
 
-    let floors = crate::floor_rows(report);
     if !floors.is_empty() {
         body.push_str("<h2 id=\"floors\">Next to the machine's floor</h2>\n");
         let _ = writeln!(body, "<p>{}</p>", escape(crate::FLOORS_EXPLAINED));
-        body.push_str("<table>\n<tr><th>cell</th><th>floor</th><th>floor p50</th><th>cell p50</th><th>cell / floor</th></tr>\n");
-        for (result, floor) in &floors {
-            let dash = || "-".to_string();
-            let _ = writeln!(
-                body,
-                "<tr><td>{}</td><td>{} ({})</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                escape(&result.cell.id),
-                floor.probe,
-                crate::units::bytes(floor.payload_bytes),
-                nanos(floor.p50_ns),
-                result.latency_ns.map_or_else(dash, |l| nanos(l.p50)),
-                floor.ratio.map_or_else(dash, |r| format!("{r:.2}x")),
-            );
-        }
-        body.push_str("</table>\n");
+        let rows: Vec<Vec<String>> = floors
+            .iter()
+            .map(|(result, floor)| {
+                let dash = || "-".to_string();
+                vec![
+                    result.cell.id.clone(),
+                    format!("{} ({})", floor.probe, bytes(floor.payload_bytes)),
+                    nanos(floor.p50_ns),
+                    result.latency_ns.map_or_else(dash, |l| nanos(l.p50)),
+                    floor.ratio.map_or_else(dash, |r| format!("{r:.2}x")),
+                ]
+            })
+            .collect();
+        body.push_str(&table(
+            &["cell", "floor", "floor p50", "cell p50", "cell / floor"].map(String::from),
+            &rows,
+        ));
+        body.push('\n');
+        body.push_str(&figure(
+            plots::floor_ratios(&floors),
+            "Each cell's median round trip over its floor's: 1.00x is what the machine allows.",
+        ));
         for note in floors.iter().filter_map(|(r, f)| crate::below_floor(r, f)) {
             let _ = writeln!(body, "<p class=\"note\">{}</p>", escape(&note));
         }
     }
 
-    let problems: Vec<String> = report
-        .results
-        .iter()
-        .filter_map(|r| {
-            let f = r.outcome.failure.as_ref()?;
-            Some(format!("{}: {}", r.cell.id, f.reason))
-        })
-        .chain(
-            verdict
-                .cells
-                .iter()
-                .flat_map(|c| c.notes.iter().map(move |n| format!("{}: {n}", c.cell_id))),
-        )
-        .chain(
-            verdict
-                .not_run
-                .iter()
-                .map(|id| format!("{id}: in the baseline, not in this run")),
-        )
-        .collect();
-    if !problems.is_empty() {
-        body.push_str("<h2>Failures and notes</h2>\n<ul>\n");
-        for p in problems {
-            let _ = writeln!(body, "<li>{}</li>", escape(&p));
-        }
-        body.push_str("</ul>\n");
+    let seed = seed_tables(report);
+    for kind in &kinds {
+        body.push_str(&kind_section(report, *kind, &seed));
     }
 
-    for seed_table in seed_tables(report) {
-        let _ = writeln!(body, "<h2>{}</h2>", escape(seed_table.title));
-        body.push_str(&table(&seed_table.header, &seed_table.rows));
-        body.push('\n');
-    }
-
-    body.push_str("<h2>Plots</h2>\n");
-    if verdict.cells.iter().any(|c| c.change.is_some()) {
-        body.push_str(&figure(
-            plots::baseline_ratios(verdict),
-            "Ratio of median round trips to the baseline's: the dot is the estimate, the bar its 95 % bootstrap interval, the grey band the margin a change must clear to count.",
-        ));
-    }
-    body.push_str(&figure(
-        plots::round_trip_vs_payload(&report.results),
-        "Median round trip against payload size, one line per transport (log-log).",
-    ));
-    body.push_str(&figure(
-        plots::percentile_bars(&report.results),
-        "p50, p90, p99 and p99.9 round trip per cell (log scale).",
-    ));
-    body.push_str(&figure(
-        plots::throughput_bars(&report.results),
-        "Payload megabytes per second, request and reply counted (log scale).",
-    ));
-    let codec_cells = codec_results(report);
-    if !codec_cells.is_empty() {
-        // One row per transport and payload, one bar per codec.
-        let mut rows: Vec<String> = Vec::new();
-        for r in &codec_cells {
-            let row = format!("{} {}", r.cell.transport_label(), r.cell.payload_label);
-            if !rows.contains(&row) {
-                rows.push(row);
+    if !groups.is_empty() {
+        body.push_str("<h2 id=\"notes\">Notes</h2>\n<ul>\n");
+        for group in &groups {
+            match group.cells.as_slice() {
+                [(id, note)] => {
+                    let _ = writeln!(
+                        body,
+                        "<li><code>{}</code>: {}</li>",
+                        escape(id),
+                        escape(note)
+                    );
+                }
+                cells => {
+                    let _ = write!(
+                        body,
+                        "<li><details><summary>{}: {} cells</summary><ul>",
+                        escape(&group.what),
+                        cells.len()
+                    );
+                    for (id, note) in cells {
+                        let _ = write!(
+                            body,
+                            "<li><code>{}</code>: {}</li>",
+                            escape(id),
+                            escape(note)
+                        );
+                    }
+                    body.push_str("</ul></details></li>\n");
+                }
             }
         }
-        let mut codecs: Vec<_> = codec_cells
-            .iter()
-            .filter_map(|r| r.cell.work.codec())
-            .collect();
-        codecs.sort();
-        codecs.dedup();
-        let series: Vec<(String, Vec<Option<f64>>)> = codecs
-            .iter()
-            .map(|codec| {
-                let values = rows
-                    .iter()
-                    .map(|row| {
-                        codec_cells
-                            .iter()
-                            .find(|r| {
-                                r.cell.work.codec() == Some(*codec)
-                                    && format!(
-                                        "{} {}",
-                                        r.cell.transport_label(),
-                                        r.cell.payload_label
-                                    ) == *row
-                            })
-                            .and_then(|r| r.latency_ns)
-                            .map(|l| l.p50 as f64)
-                    })
-                    .collect();
-                (codec.to_string(), values)
-            })
-            .collect();
-        body.push_str(&figure(
-            plots::grouped_bars(
-                "Sensor frame round trip by codec",
-                "p50 round trip (encode, send, decode and re-encode at the peer, reply, decode)",
-                &rows,
-                &series,
-                &|v| nanos(v as u64),
-            ),
-            "Cap'n Proto vs protobuf: median round trip of a sensor frame per transport and payload (log scale).",
-        ));
-    }
-    body.push_str("<h2>Stability: round trip by message index</h2>\n");
-    for result in report.results.iter().filter(|r| !r.samples_ns.is_empty()) {
-        body.push_str(&figure(
-            plots::latency_over_index(result),
-            &format!(
-                "{}: every timed round trip in order, and the median of each batch the verdict compares.",
-                result.cell.id
-            ),
-        ));
+        body.push_str("</ul>\n");
     }
 
     if let Some(first) = report.results.first() {
         let env = &first.environment;
         let _ = writeln!(
             body,
-            "<h2>Environment</h2>\n<p>CPU {} ({} logical cores), kernel {}, runner {}{}, {} build (opt-level {}), {}; machine probe (a cache line's round trip between the two CPUs, before each cell): {}.</p>",
+            "<h2 id=\"environment\">Environment</h2>\n<p>CPU {} ({} logical cores), kernel {}, runner {}{}, {} build (opt-level {}), {}; machine probe (a cache line's round trip between the two CPUs, before each cell): {}.</p>",
             escape(&env.cpu_model),
             env.logical_cores,
             escape(&env.kernel),
@@ -324,4 +431,208 @@ pub fn html(report: &LegReport) -> String {
         utc(report.generated_at_unix)
     );
     page(&title, &body)
+}
+
+/// The scenarios of a kind, in run order.
+fn scenarios_of(report: &LegReport, kind: ScenarioKind) -> Vec<String> {
+    let mut scenarios: Vec<String> = Vec::new();
+    for r in report.results.iter().filter(|r| r.cell.kind() == kind) {
+        if !scenarios.contains(&r.cell.scenario) {
+            scenarios.push(r.cell.scenario.clone());
+        }
+    }
+    scenarios
+}
+
+/// A kind's section: its table of the seed's measures where it has one, then per
+/// scenario the plot that suits the kind, and every cell's round trips in order, folded.
+fn kind_section(report: &LegReport, kind: ScenarioKind, seed: &[SeedTable]) -> String {
+    let mut html = String::new();
+    let _ = writeln!(
+        html,
+        "<h2 id=\"{}\">{}</h2>",
+        kind_anchor(kind),
+        escape(kind_title(kind))
+    );
+    for seed_table in seed.iter().filter(|t| t.kinds.contains(&kind)) {
+        let rows: Vec<Vec<String>> = seed_table
+            .rows
+            .iter()
+            .filter(|row| {
+                row.first().is_some_and(|id| {
+                    report
+                        .results
+                        .iter()
+                        .any(|r| r.cell.id == *id && r.cell.kind() == kind)
+                })
+            })
+            .cloned()
+            .collect();
+        let _ = writeln!(html, "<p>{}</p>", escape(seed_table.title));
+        html.push_str(&table(&seed_table.header, &rows));
+    }
+    if kind == ScenarioKind::Codec {
+        html.push_str(&codec_section(report));
+    }
+    for scenario in scenarios_of(report, kind) {
+        let results: Vec<CellResult> = report
+            .results
+            .iter()
+            .filter(|r| r.cell.scenario == scenario && r.cell.kind() == kind)
+            .cloned()
+            .collect();
+        let _ = writeln!(
+            html,
+            "<h3 id=\"{}\"><code>{}</code></h3>",
+            scenario_anchor(&scenario),
+            escape(&scenario)
+        );
+        let payloads = {
+            let mut p: Vec<u64> = results.iter().map(|r| r.cell.payload_bytes).collect();
+            p.sort_unstable();
+            p.dedup();
+            p.len()
+        };
+        let unit = match kind {
+            ScenarioKind::FanOut | ScenarioKind::FanIn => "one-way latency per frame",
+            ScenarioKind::Logging => "time per line (batch means)",
+            _ => "round trip",
+        };
+        if payloads > 2 {
+            html.push_str(&figure(
+                plots::round_trip_vs_payload(&results),
+                &format!("{scenario}: median {unit} against payload size, one line per transport (log-log)."),
+            ));
+        } else {
+            html.push_str(&figure(
+                plots::percentile_bars(&results, unit),
+                &format!("{scenario}: p50, p90, p99 and p99.9 {unit} per cell (log scale)."),
+            ));
+        }
+        if kind == ScenarioKind::Bulk {
+            html.push_str(&figure(
+                plots::throughput_bars(&results),
+                &format!("{scenario}: payload megabytes per second, request and reply counted (log scale)."),
+            ));
+        }
+        let timed: Vec<&CellResult> = results
+            .iter()
+            .filter(|r| !r.samples_ns.is_empty())
+            .collect();
+        if !timed.is_empty() {
+            let _ = writeln!(
+                html,
+                "<details><summary>Every {unit} in order, per cell ({} plots)</summary>",
+                timed.len()
+            );
+            for result in timed {
+                let baseline = report
+                    .verdict
+                    .cells
+                    .iter()
+                    .find(|c| c.cell_id == result.cell.id)
+                    .and_then(|c| c.baseline_p50_ns);
+                html.push_str(&figure(
+                    plots::latency_over_index(result, baseline),
+                    &format!(
+                        "{}: every timed {unit} in order, the median of each batch the verdict compares, and the baseline's median.",
+                        result.cell.id
+                    ),
+                ));
+            }
+            html.push_str("</details>\n");
+        }
+    }
+    html
+}
+
+/// The codec cells' stages and the chart comparing codecs per transport and payload.
+fn codec_section(report: &LegReport) -> String {
+    let codec_cells = crate::codec_results(report);
+    let dash = || "-".to_string();
+    let rows: Vec<Vec<String>> = codec_cells
+        .iter()
+        .map(|r| {
+            let stages = r.codec_ns;
+            vec![
+                r.cell.id.clone(),
+                r.latency_ns.map_or_else(dash, |l| nanos(l.p50)),
+                r.latency_ns.map_or_else(dash, |l| nanos(l.p99)),
+                stages
+                    .and_then(|s| s.encode_ns)
+                    .map_or_else(dash, |l| nanos(l.p50)),
+                stages
+                    .and_then(|s| s.decode_ns)
+                    .map_or_else(dash, |l| nanos(l.p50)),
+                r.first_round_trip_ns.map_or_else(dash, nanos),
+                r.instructions
+                    .as_ref()
+                    .and_then(|i| i.encode)
+                    .map_or_else(dash, |n| format!("{n:.0}")),
+                r.instructions
+                    .as_ref()
+                    .and_then(|i| i.decode)
+                    .map_or_else(dash, |n| format!("{n:.0}")),
+            ]
+        })
+        .collect();
+    let mut html = table(
+        &[
+            "cell",
+            "round trip p50",
+            "p99",
+            "encode p50",
+            "decode p50",
+            "cold (first round trip)",
+            "encode instructions",
+            "decode instructions",
+        ]
+        .map(String::from),
+        &rows,
+    );
+    // One row per transport and payload, one bar per codec.
+    let mut labels: Vec<String> = Vec::new();
+    for r in &codec_cells {
+        let row = format!("{} {}", r.cell.transport_label(), r.cell.payload_label);
+        if !labels.contains(&row) {
+            labels.push(row);
+        }
+    }
+    let mut codecs: Vec<_> = codec_cells
+        .iter()
+        .filter_map(|r| r.cell.work.codec())
+        .collect();
+    codecs.sort();
+    codecs.dedup();
+    let series: Vec<(String, Vec<Option<f64>>)> = codecs
+        .iter()
+        .map(|codec| {
+            let values = labels
+                .iter()
+                .map(|row| {
+                    codec_cells
+                        .iter()
+                        .find(|r| {
+                            r.cell.work.codec() == Some(*codec)
+                                && format!("{} {}", r.cell.transport_label(), r.cell.payload_label)
+                                    == *row
+                        })
+                        .and_then(|r| r.latency_ns)
+                        .map(|l| l.p50 as f64)
+                })
+                .collect();
+            (codec.to_string(), values)
+        })
+        .collect();
+    html.push_str(&figure(
+        plots::grouped_bars(
+            "Sensor frame round trip by codec",
+            "p50 round trip (log scale)",
+            &labels,
+            &series,
+            &|v| nanos(v as u64),
+        ),
+        "Cap'n Proto vs protobuf: median round trip of a sensor frame per transport and payload (log scale).",
+    ));
+    html
 }

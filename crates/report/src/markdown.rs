@@ -1,9 +1,14 @@
-//! `report.md`: the verdict first, then one table row per cell, then what went wrong.
+//! `report.md`, which is also the job summary: the headline, then what changed (failures,
+//! regressions, improvements, each with its ratio, interval and a text plot of both), then
+//! everything else folded: the table of all cells, the sections per kind, notes grouped.
+//! An unchanged run reads in one screen.
 
+use crate::changes::{gates, interval_strip, note_groups, Changes, Row};
 use crate::seed_tables::seed_tables;
 use crate::units::{bytes, nanos, p_value, ratio, utc};
 use crate::{codec_results, fan_results, headline, stability, LegReport};
-use ipc_matrix_baseline::{Verdict, ALPHA};
+use ipc_matrix_baseline::{CellVerdict, Verdict, ALPHA};
+use ipc_matrix_results::CellResult;
 use std::fmt::Write;
 
 pub fn markdown(report: &LegReport) -> String {
@@ -33,80 +38,20 @@ pub fn markdown(report: &LegReport) -> String {
     if let Some(why) = &verdict.informational {
         let _ = writeln!(md, "> [!NOTE]\n> Informational only: {why}.\n");
     }
-    for cell in verdict.instruction_regressions() {
-        let Some(i) = &cell.instructions else {
-            continue;
-        };
-        let _ = writeln!(
-            md,
-            "> [!WARNING]\n> `{}` regressed in instructions: {} -> {} guest instructions per round trip ({:.3}x, margin {:.1} %).\n",
-            cell.cell_id,
-            i.baseline.map_or("-".into(), |b| format!("{b:.0}")),
-            format_args!("{:.0}", i.current),
-            i.ratio.unwrap_or(1.0),
-            i.margin * 100.0
-        );
-    }
-    for cell in verdict.timing_regressions() {
-        let change = cell.change.expect("a regression has a change");
-        let _ = writeln!(
-            md,
-            "> [!WARNING]\n> `{}` regressed: median round trip {} -> {}, {} slower (95 % interval), p = {}.\n",
-            cell.cell_id,
-            cell.baseline_p50_ns.map_or("-".into(), nanos),
-            cell.current_p50_ns.map_or("-".into(), nanos),
-            ratio(change.ratio, change.ci_low, change.ci_high),
-            p_value(change.p_value)
-        );
-    }
+    let changes = Changes::of(report);
+    what_changed(&mut md, &changes);
 
-    md.push_str("| cell | result | p50 | p99 | p99.9 | round trips/s | MB/s | baseline p50 | ratio (95 % CI) | verdict | instructions/round trip | instructions |\n");
-    md.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n");
-    for (result, cell) in report.results.iter().zip(&verdict.cells) {
-        let latency = result.latency_ns;
-        let dash = || "-".to_string();
-        let verdict_text = match (cell.verdict, cell.gating) {
-            (Verdict::Regressed, true) => "**regressed**".to_string(),
-            (Verdict::Improved, _) => "improved".to_string(),
-            (v, true) => v.as_str().to_string(),
-            (v, false) => format!("{} (informational)", v.as_str()),
-        };
-        let (instructions, instruction_verdict, regressed) = crate::instruction_columns(cell);
-        let instruction_verdict = if regressed {
-            format!("**{instruction_verdict}**")
-        } else {
-            instruction_verdict
-        };
-        let _ = writeln!(
-            md,
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            result.cell.id,
-            if result.outcome.passed {
-                "pass"
-            } else {
-                "**FAIL**"
-            },
-            latency.map_or_else(dash, |l| nanos(l.p50)),
-            latency.map_or_else(dash, |l| nanos(l.p99)),
-            latency.map_or_else(dash, |l| nanos(l.p999)),
-            result
-                .round_trips_per_sec
-                .map_or_else(dash, |v| format!("{v:.0}")),
-            result
-                .throughput
-                .map_or_else(dash, |t| format!("{:.1}", t.mb_per_s)),
-            cell.baseline_p50_ns.map_or_else(dash, nanos),
-            cell.change
-                .map_or_else(dash, |c| ratio(c.ratio, c.ci_low, c.ci_high)),
-            verdict_text,
-            instructions,
-            instruction_verdict,
-        );
-    }
+    let _ = writeln!(
+        md,
+        "<details><summary>All {} cells: percentiles, rates, verdicts and instruction counts</summary>\n",
+        report.results.len()
+    );
+    cell_table(&mut md, report.results.iter().zip(&verdict.cells));
+    md.push_str("\n</details>\n");
 
     let floors = crate::floor_rows(report);
     if !floors.is_empty() {
-        md.push_str("\n### Next to the machine's floor\n\n");
+        fold(&mut md, "Next to the machine's floor", floors.len());
         let _ = writeln!(md, "{}\n", crate::FLOORS_EXPLAINED);
         md.push_str("| cell | floor | floor p50 | cell p50 | cell / floor |\n");
         md.push_str("|---|---|---:|---:|---:|\n");
@@ -126,11 +71,16 @@ pub fn markdown(report: &LegReport) -> String {
         for note in floors.iter().filter_map(|(r, f)| crate::below_floor(r, f)) {
             let _ = writeln!(md, "\n> [!NOTE]\n> {}", text(&note));
         }
+        unfold(&mut md);
     }
 
     let codec_cells = codec_results(report);
     if !codec_cells.is_empty() {
-        md.push_str("\n### Serialization (sensor frame, encode + send + peer decodes and re-encodes + reply + decode)\n\n");
+        fold(
+            &mut md,
+            "Serialization: a sensor frame encoded, sent, decoded and re-encoded by the peer, sent back and decoded",
+            codec_cells.len(),
+        );
         md.push_str("| codec | transport | payload | round trip p50 | p99 | encode p50 | decode p50 | MB/s | cold (first round trip) | encode instructions | decode instructions |\n");
         md.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for r in codec_cells {
@@ -157,11 +107,16 @@ pub fn markdown(report: &LegReport) -> String {
                 counted(r.instructions.as_ref().and_then(|i| i.decode)),
             );
         }
+        unfold(&mut md);
     }
 
     let fans = fan_results(report);
     if !fans.is_empty() {
-        md.push_str("\n### Fan-out and fan-in (one-way latency per frame; dropped: not delivered before its deadline, or missing)\n\n");
+        fold(
+            &mut md,
+            "Fan-out and fan-in: one-way latency per frame; dropped: not delivered before its deadline, or missing",
+            fans.len(),
+        );
         md.push_str("| cell | frames | dropped | latency p50 | p99 | max | frames/s | total |\n");
         md.push_str("|---|---:|---:|---:|---:|---:|---:|---:|\n");
         for r in fans {
@@ -180,10 +135,11 @@ pub fn markdown(report: &LegReport) -> String {
                 r.wall_seconds,
             );
         }
+        unfold(&mut md);
     }
 
     for table in seed_tables(report) {
-        let _ = writeln!(md, "\n### {}\n", table.title);
+        fold(&mut md, table.title, table.rows.len());
         let _ = writeln!(md, "| {} |", table.header.join(" | "));
         let _ = writeln!(
             md,
@@ -196,6 +152,7 @@ pub fn markdown(report: &LegReport) -> String {
             let rest: Vec<String> = cells.collect();
             let _ = writeln!(md, "| `{id}` | {} |", rest.join(" | "));
         }
+        unfold(&mut md);
     }
 
     let stable: Vec<_> = report
@@ -204,7 +161,7 @@ pub fn markdown(report: &LegReport) -> String {
         .filter_map(|r| Some((r, stability(&r.samples_ns)?)))
         .collect();
     if !stable.is_empty() {
-        md.push_str("\n### Stability (long runs)\n\n");
+        fold(&mut md, "Stability of long runs", stable.len());
         md.push_str("| cell | round trips | p50 first 10 % | p50 last 10 % | drift | p99.9 | max | p99 / p50 |\n");
         md.push_str("|---|---:|---:|---:|---:|---:|---:|---:|\n");
         for (r, s) in stable {
@@ -221,36 +178,30 @@ pub fn markdown(report: &LegReport) -> String {
                 s.p99_over_p50
             );
         }
+        unfold(&mut md);
     }
 
-    let failures: Vec<_> = report
-        .results
-        .iter()
-        .filter_map(|r| Some((&r.cell.id, r.outcome.failure.as_ref()?)))
-        .collect();
-    if !failures.is_empty() {
-        md.push_str("\n### Failures\n\n");
-        for (id, failure) in failures {
+    // A note of one cell is a line; notes shared by several cells are one folded line
+    // with their count.
+    let groups = note_groups(report);
+    if !groups.is_empty() {
+        md.push_str("\n### Notes\n\n");
+        for group in &groups {
+            if let [(id, note)] = group.cells.as_slice() {
+                let _ = writeln!(md, "- `{id}`: {}", text(note));
+            }
+        }
+        for group in groups.iter().filter(|g| g.cells.len() > 1) {
             let _ = writeln!(
                 md,
-                "- `{id}` ({:?}): {}",
-                failure.kind,
-                text(&failure.reason)
+                "\n<details><summary>{}: {}</summary>\n",
+                text(&group.what),
+                cells_text(group.cells.len())
             );
-        }
-    }
-    let notes: Vec<_> = verdict
-        .cells
-        .iter()
-        .flat_map(|c| c.notes.iter().map(move |n| (&c.cell_id, n)))
-        .collect();
-    if !notes.is_empty() || !verdict.not_run.is_empty() {
-        md.push_str("\n### Notes\n\n");
-        for (id, note) in notes {
-            let _ = writeln!(md, "- `{id}`: {}", text(note));
-        }
-        for id in &verdict.not_run {
-            let _ = writeln!(md, "- `{id}`: in the baseline, not in this run");
+            for (id, note) in &group.cells {
+                let _ = writeln!(md, "- `{id}`: {}", text(note));
+            }
+            md.push_str("\n</details>\n");
         }
     }
 
@@ -319,4 +270,175 @@ fn payload_list(report: &LegReport) -> String {
 /// An instruction count, whole, or a dash when there is none.
 fn counted(instructions: Option<f64>) -> String {
     instructions.map_or_else(|| "-".to_string(), |n| format!("{n:.0}"))
+}
+
+/// Opens a folded section: one line, `title (n cells)`, until [`unfold`].
+fn fold(md: &mut String, title: &str, cells: usize) {
+    let _ = writeln!(
+        md,
+        "\n<details><summary>{} ({})</summary>\n",
+        text(title),
+        cells_text(cells)
+    );
+}
+
+fn unfold(md: &mut String) {
+    md.push_str("\n</details>\n");
+}
+
+/// Failures with their reasons, then regressions and improvements with their ratios,
+/// intervals and a text plot; one sentence when nothing changed.
+fn what_changed(md: &mut String, changes: &Changes) {
+    md.push_str("### What changed\n\n");
+    if changes.is_quiet() {
+        md.push_str("Nothing failed, regressed or improved: every cell with a baseline is within its margin of it.\n\n");
+        return;
+    }
+    let gating: Vec<&str> = changes
+        .regressed
+        .iter()
+        .filter(|(_, c)| gates(c, Verdict::Regressed))
+        .map(|(_, c)| c.cell_id.as_str())
+        .collect();
+    if !gating.is_empty() {
+        let _ = writeln!(
+            md,
+            "> [!WARNING]\n> {} regressed where it counts: {}.\n",
+            cells_text(gating.len()),
+            gating
+                .iter()
+                .map(|id| format!("`{id}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if !changes.failed.is_empty() {
+        let _ = writeln!(md, "#### Failed ({})\n", changes.failed.len());
+        md.push_str("| cell | failure | reason |\n|---|---|---|\n");
+        for (result, _) in &changes.failed {
+            if let Some(failure) = &result.outcome.failure {
+                let _ = writeln!(
+                    md,
+                    "| `{}` | {:?} | {} |",
+                    result.cell.id,
+                    failure.kind,
+                    cell_text(&failure.reason)
+                );
+            }
+        }
+        md.push('\n');
+    }
+    for (title, rows, verdict) in [
+        ("Regressed", &changes.regressed, Verdict::Regressed),
+        ("Improved", &changes.improved, Verdict::Improved),
+    ] {
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(md, "#### {title} ({})\n", rows.len());
+        change_table(md, rows, verdict);
+    }
+}
+
+fn cells_text(n: usize) -> String {
+    match n {
+        1 => "1 cell".into(),
+        n => format!("{n} cells"),
+    }
+}
+
+/// The cells that moved one way: the timing change with its interval drawn as a strip,
+/// and the instruction change, each marked when it only informs.
+fn change_table(md: &mut String, rows: &[Row], verdict: Verdict) {
+    md.push_str("| cell | baseline p50 | p50 | ratio (95 % CI) | 0.5x to 2x, log: `│` 1.0x, `░` margin, `━` interval | p | instructions/round trip | gates |\n");
+    md.push_str("|---|---:|---:|---:|---|---:|---:|---|\n");
+    for (result, cell) in rows {
+        let dash = || "-".to_string();
+        let timing = cell.change.filter(|_| cell.verdict == verdict);
+        let instructions = cell
+            .instructions
+            .as_ref()
+            .filter(|i| i.verdict == verdict)
+            .map_or_else(dash, |i| {
+                format!(
+                    "{} -> {:.0} ({:.3}x, margin {:.1} %)",
+                    i.baseline.map_or_else(dash, |b| format!("{b:.0}")),
+                    i.current,
+                    i.ratio.unwrap_or(1.0),
+                    i.margin * 100.0
+                )
+            });
+        let _ = writeln!(
+            md,
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
+            result.cell.id,
+            cell.baseline_p50_ns.map_or_else(dash, nanos),
+            result.latency_ns.map_or_else(dash, |l| nanos(l.p50)),
+            timing.map_or_else(dash, |c| ratio(c.ratio, c.ci_low, c.ci_high)),
+            timing.map_or_else(dash, |c| format!(
+                "`{}`",
+                interval_strip(c.ratio, c.ci_low, c.ci_high, c.margin)
+            )),
+            timing.map_or_else(dash, |c| p_value(c.p_value)),
+            instructions,
+            if gates(cell, verdict) {
+                "yes"
+            } else {
+                "no (informational)"
+            },
+        );
+    }
+    md.push('\n');
+}
+
+/// Every cell in run order, one row each.
+fn cell_table<'a>(md: &mut String, rows: impl Iterator<Item = (&'a CellResult, &'a CellVerdict)>) {
+    md.push_str("| cell | result | p50 | p99 | p99.9 | round trips/s | MB/s | baseline p50 | ratio (95 % CI) | verdict | instructions/round trip | instructions |\n");
+    md.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n");
+    for (result, cell) in rows {
+        let latency = result.latency_ns;
+        let dash = || "-".to_string();
+        let verdict_text = match (cell.verdict, cell.gating) {
+            (Verdict::Regressed, true) => "**regressed**".to_string(),
+            (Verdict::Improved, _) => "improved".to_string(),
+            (v, true) => v.as_str().to_string(),
+            (v, false) => format!("{} (informational)", v.as_str()),
+        };
+        let (instructions, instruction_verdict, regressed) = crate::instruction_columns(cell);
+        let instruction_verdict = if regressed {
+            format!("**{instruction_verdict}**")
+        } else {
+            instruction_verdict
+        };
+        let _ = writeln!(
+            md,
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            result.cell.id,
+            if result.outcome.passed {
+                "pass"
+            } else {
+                "**FAIL**"
+            },
+            latency.map_or_else(dash, |l| nanos(l.p50)),
+            latency.map_or_else(dash, |l| nanos(l.p99)),
+            latency.map_or_else(dash, |l| nanos(l.p999)),
+            result
+                .round_trips_per_sec
+                .map_or_else(dash, |v| format!("{v:.0}")),
+            result
+                .throughput
+                .map_or_else(dash, |t| format!("{:.1}", t.mb_per_s)),
+            cell.baseline_p50_ns.map_or_else(dash, nanos),
+            cell.change
+                .map_or_else(dash, |c| ratio(c.ratio, c.ci_low, c.ci_high)),
+            verdict_text,
+            instructions,
+            instruction_verdict,
+        );
+    }
+}
+
+/// Prose inside a table cell: also without the pipes and line breaks that would end it.
+fn cell_text(prose: &str) -> String {
+    text(prose).replace('|', "\\|").replace('\n', " ")
 }

@@ -9,6 +9,8 @@ use ipc_matrix_spec::{LoadShape, ScenarioKind, Work};
 
 /// One titled table of formatted text.
 pub struct SeedTable {
+    /// The kinds whose cells it holds.
+    pub kinds: &'static [ScenarioKind],
     pub title: &'static str,
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
@@ -50,6 +52,7 @@ pub fn seed_tables(report: &LegReport) -> Vec<SeedTable> {
     let request_reply = of(&[ScenarioKind::Rpc, ScenarioKind::ReqRep]);
     if !request_reply.is_empty() {
         tables.push(SeedTable {
+            kinds: &[ScenarioKind::Rpc, ScenarioKind::ReqRep],
             title: "Request/reply: Cap'n Proto RPC and ZeroMQ REQ/REP, one request in flight",
             header: header(&[
                 "cell",
@@ -86,6 +89,7 @@ pub fn seed_tables(report: &LegReport) -> Vec<SeedTable> {
         .collect();
     if !loads.is_empty() {
         tables.push(SeedTable {
+            kinds: &[ScenarioKind::UdpLoad],
             title: "UDP under load: each client waits for its echo; lost = no echo before the deadline",
             header: header(&[
                 "cell", "clients", "server threads", "payload", "transactions/s", "success rate",
@@ -118,6 +122,7 @@ pub fn seed_tables(report: &LegReport) -> Vec<SeedTable> {
     let logging = of(&[ScenarioKind::Logging]);
     if !logging.is_empty() {
         tables.push(SeedTable {
+            kinds: &[ScenarioKind::Logging],
             title: "Logging: lines written, then read back and compared (per line: all lines, close included; batches of 1000, per line: the measured batches' writes alone, as instructions/line)",
             header: header(&[
                 "cell", "lines", "total", "per line", "batch p50", "batch p99", "after the last line",

@@ -14,6 +14,22 @@ pub fn nanos(ns: u64) -> String {
     }
 }
 
+/// A plain quantity for an axis: whole from 10 up, two significant digits below (`0.1`
+/// stays `0.1`, where `{:.0}` would print `0`).
+pub fn number(v: f64) -> String {
+    if v.abs() >= 10.0 || v == 0.0 {
+        format!("{v:.0}")
+    } else {
+        let decimals = (1 - v.abs().log10().floor() as i32).max(0) as usize;
+        let text = format!("{v:.decimals$}");
+        if text.contains('.') {
+            text.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            text
+        }
+    }
+}
+
 /// Guest instructions, to three significant digits past a thousand: `1329`, `12.3k`,
 /// `456k`, `3.10M`, `1.25G`.
 pub fn instructions(n: f64) -> String {
@@ -113,6 +129,16 @@ mod tests {
         assert_eq!(instructions(999_600.0), "1.00M");
         assert_eq!(instructions(3_104_000.0), "3.10M");
         assert_eq!(instructions(1.25e9), "1.25G");
+    }
+
+    #[test]
+    fn axis_numbers_keep_their_small_values() {
+        assert_eq!(number(0.1), "0.1");
+        assert_eq!(number(0.25), "0.25");
+        assert_eq!(number(2.5), "2.5");
+        assert_eq!(number(0.0), "0");
+        assert_eq!(number(12.4), "12");
+        assert_eq!(number(4538.6), "4539");
     }
 
     #[test]

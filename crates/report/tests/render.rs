@@ -87,9 +87,11 @@ fn results_json_is_versioned_and_carries_every_cell() {
 fn html_report_is_self_contained_with_its_plots() {
     let page = html(&report());
     assert!(page.starts_with("<!DOCTYPE html>"));
-    // Ratios, round trip vs payload, percentiles, throughput, and one per passed cell.
-    assert_eq!(page.matches("<svg").count(), 4 + 4, "{page}");
-    assert_eq!(page.matches("</svg>").count(), 8);
+    // The ratio chart; the regressed cell's round trips in order next to its baseline;
+    // per scenario its percentiles (and bulk its throughput) and every passed cell's
+    // round trips in order: echo 1 + 3, bulk 2 + 1.
+    assert_eq!(page.matches("<svg").count(), 1 + 1 + 4 + 3, "{page}");
+    assert_eq!(page.matches("</svg>").count(), 9);
     for outside in ["<script", "<link", "src=", "url(", "@import"] {
         assert!(
             !page.contains(outside),
@@ -100,6 +102,89 @@ fn html_report_is_self_contained_with_its_plots() {
     assert!(page.contains("(&lt;peer&gt;)"));
     assert!(!page.contains("(<peer>)"));
     assert!(page.contains("echo::tcp::200B</code> regressed"));
+}
+
+#[test]
+fn what_changed_comes_first_and_the_unchanged_cells_are_folded() {
+    let report = report();
+    let md = markdown(&report);
+    let at = |text: &str| {
+        md.find(text)
+            .unwrap_or_else(|| panic!("no `{text}` in:\n{md}"))
+    };
+    // The failure and the regression, each with its reason or ratio, before the fold.
+    assert!(at("#### Failed (1)") < at("#### Regressed (1)"));
+    let fold = at("<details><summary>All 5 cells");
+    assert!(at("reply is 199 bytes") < fold);
+    assert!(at("| 2.00x (2.00-2.01) | `0.5x") < fold);
+    // Unchanged cells appear only inside the fold.
+    assert!(at("`echo::shm-busy::200B`") > fold, "{md}");
+
+    let page = html(&report);
+    let at = |text: &str| page.find(text).unwrap_or_else(|| panic!("no `{text}`"));
+    let folded = at("<details><summary>3 unchanged or new cells</summary>");
+    assert!(at("<h3>Regressed (1)</h3>") < folded);
+    assert!(at("id=\"cell-echo--shm-busy--200B\"") > folded);
+    assert!(at("id=\"cell-echo--tcp--200B\"") < folded);
+}
+
+#[test]
+fn every_entry_of_the_contents_leads_to_its_section() {
+    let page = html(&report());
+    let nav = &page[page.find("<nav>").unwrap()..page.find("</nav>").unwrap()];
+    let targets: Vec<&str> = nav
+        .split("href=\"#")
+        .skip(1)
+        .map(|s| &s[..s.find('"').unwrap()])
+        .collect();
+    for wanted in [
+        "changes",
+        "cells",
+        "kind-echo",
+        "kind-bulk",
+        "notes",
+        "environment",
+    ] {
+        assert!(targets.contains(&wanted), "{wanted} not in {targets:?}");
+    }
+    for target in targets {
+        assert_eq!(
+            page.matches(&format!("id=\"{target}\"")).count(),
+            1,
+            "the contents link to #{target}, which the page has not exactly once"
+        );
+    }
+}
+
+#[test]
+fn notes_shared_by_cells_are_one_folded_line_with_their_count() {
+    let mut report = report();
+    for cell in &mut report.verdict.cells[..3] {
+        cell.notes.push(format!(
+            "the machine changed: a cache line took {} ns between the two CPUs",
+            cell.cell_id.len()
+        ));
+    }
+    let md = markdown(&report);
+    assert_eq!(
+        md.matches("<summary>the machine changed: 3 cells</summary>")
+            .count(),
+        1,
+        "{md}"
+    );
+    assert_eq!(
+        md.matches("- `echo::shm-busy::200B`: the machine changed: a cache line")
+            .count(),
+        1,
+        "{md}"
+    );
+    // A note of one cell stays a line of its own.
+    assert!(
+        md.contains("- `echo::tcp::200B`: peer slowed by 45 us per reply on purpose"),
+        "{md}"
+    );
+    let page = html(&report);
+    assert!(page.contains("<summary>the machine changed: 3 cells</summary>"));
 }
 
 #[test]
@@ -169,12 +254,26 @@ fn emulated_leg_next_to_native_legs_gets_no_timing_ratio() {
         "{page}"
     );
     assert!(!page.contains("10.00x"));
-    // The native legs' medians are charted; the emulated leg's are not.
-    assert_eq!(page.matches("<svg").count(), 1);
+    // The native legs' medians are charted, then their ratios; the emulated leg's are not.
+    assert_eq!(page.matches("<svg").count(), 2);
     let chart = svg_texts(&page[page.find("<svg").unwrap()..page.find("</svg>").unwrap()]);
     assert!(chart.contains(&"x86_64 native".to_string()), "{chart:?}");
     assert!(chart.contains(&"aarch64 native".to_string()), "{chart:?}");
     assert!(!chart.iter().any(|t| t.contains("qemu")), "{chart:?}");
+    let second = &page[page.rfind("<svg").unwrap()..page.rfind("</svg>").unwrap()];
+    let ratios = svg_texts(second);
+    assert!(
+        ratios.contains(&"aarch64 / x86_64".to_string()),
+        "{ratios:?}"
+    );
+    // aarch64 runs every cell at twice x86_64's median: one 2.00x bar per cell, and the
+    // axis tick.
+    assert_eq!(
+        ratios.iter().filter(|t| *t == "2.00x").count(),
+        cells.len() + 1,
+        "{ratios:?}"
+    );
+    assert!(!ratios.iter().any(|t| t.contains("qemu")), "{ratios:?}");
 }
 
 #[test]
@@ -503,7 +602,7 @@ fn request_reply_load_and_logging_sections() {
         assert!(md.contains(wanted), "missing `{wanted}` in:\n{md}");
     }
     let section = &md[md
-        .find("### Request/reply")
+        .find("<summary>Request/reply")
         .expect("the request/reply section")..];
     let one_byte = section.find("req-rep::tcp::1B").expect("1 B row");
     let eight_k = section.find("req-rep::tcp::8192B").expect("8 KiB row");
@@ -511,4 +610,38 @@ fn request_reply_load_and_logging_sections() {
     let page = html(&report);
     assert!(page.contains("UDP under load"));
     assert!(page.contains("<td>90.00 %</td>"));
+}
+
+#[test]
+fn a_line_of_round_trip_vs_payload_never_joins_two_scenarios() {
+    // Two scenarios over the same transport, each at two payloads.
+    let cells = fixture::quick_cells(
+        "
+  - { name: small, kind: echo, transports: [tcp], payloads: [64B, 256B], iterations: 50, warmup: 0, timeout: 1s }
+  - { name: large, kind: bulk, transports: [tcp], payloads: [64KiB, 1MB], iterations: 50, warmup: 0, timeout: 5s }
+",
+    );
+    let env = fixture::environment("native", CPU);
+    let results: Vec<CellResult> = cells
+        .iter()
+        .zip([1_000, 2_000, 60_000, 5_000_000])
+        .map(|(cell, center)| fixture::passed(cell, &env, samples(center, cell.iterations, 0)))
+        .collect();
+    let svg = ipc_matrix_report::plots::round_trip_vs_payload(&results).unwrap();
+    let legend = svg_texts(&svg);
+    assert!(legend.contains(&"small tcp".to_string()), "{legend:?}");
+    assert!(legend.contains(&"large tcp".to_string()), "{legend:?}");
+    // The lines drawn 2 px wide: one per scenario and one per legend entry, each through
+    // two points, none through all four.
+    let lines: Vec<&str> = svg
+        .split("<polyline")
+        .skip(1)
+        .filter(|l| l.contains("stroke-width=\"2\""))
+        .map(|l| &l[l.find("points=\"").unwrap() + 8..])
+        .map(|l| &l[..l.find('"').unwrap()])
+        .collect();
+    assert_eq!(lines.len(), 4, "{svg}");
+    for points in lines {
+        assert_eq!(points.split_whitespace().count(), 2, "{points}");
+    }
 }
