@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Renders report pages in headless Chromium and fails on what a reader would see broken.
 
-    check-reports.py [--out DIR] [--width PX] [--height PX] PAGE...
+    check-reports.py [--out DIR] [--browser CMD] [--width PX] [--height PX] PAGE...
     check-reports.py --self-test
 
 Each page is opened from disk at a 1400 x 900 viewport. A page fails when it scrolls
@@ -48,8 +48,6 @@ CALL_TIMEOUT_S = 30.0
 MAX_CAPTURE_HEIGHT = 50000
 # Problems listed per kind on a page; the rest are counted.
 MAX_LISTED = 5
-
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 # Runs in the page once it has loaded. Returns what the page measures and what failed in
 # it, as plain data. Kept in one function so that the page's own state (after load,
@@ -454,7 +452,7 @@ def check_page(browser, page, shots, name, width, height, timeout=PAGE_TIMEOUT_S
             session=session)["data"]))
         clipped = " (clipped)" if size["height"] > MAX_CAPTURE_HEIGHT else ""
         summary = (f"page width {m['scrollWidth']} px, viewport {m['viewport']} px, {m['svgCount']} svg, "
-                   f"{m['imageCount']} img, {first} (+ {full.name}, "
+                   f"{m['imageCount']} img, {shown(first)} (+ {full.name}, "
                    f"{round(size['height'])} px tall{clipped})")
         return summary, problems
     finally:
@@ -473,25 +471,25 @@ def shot_name(page):
     return page.stem
 
 
-def find_browser():
-    for name in BROWSERS:
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
+def shown(path):
+    """A path as printed: relative to the working directory when it lies below it."""
+    try:
+        return str(pathlib.Path(path).resolve().relative_to(pathlib.Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
-def check_pages(pages, shots, width, height, timeout=PAGE_TIMEOUT_S, quiet=False):
+def check_pages(browser_name, pages, shots, width, height, timeout=PAGE_TIMEOUT_S, quiet=False):
     """Checks each page in one browser; returns {page: [(kind, text)]} and prints lines."""
-    executable = find_browser()
+    executable = shutil.which(browser_name)
     if not executable:
-        raise CheckError(f"no browser found (looked for {', '.join(BROWSERS)})")
+        raise CheckError(f"no browser: {browser_name} is not on PATH")
     outcome = {}
     browser = Browser(executable, width, height)
     try:
         version = browser.call("Browser.getVersion").get("product", "?")
         if not quiet:
-            print(f"{version}, viewport {width}x{height}, screenshots in {shots}")
+            print(f"{version}, viewport {width}x{height}, screenshots in {shown(shots)}/")
         for page in pages:
             start = time.monotonic()
             summary, problems = check_page(browser, page, shots, shot_name(page),
@@ -500,7 +498,7 @@ def check_pages(pages, shots, width, height, timeout=PAGE_TIMEOUT_S, quiet=False
             if not quiet:
                 verdict = "FAIL" if problems else "PASS"
                 took = time.monotonic() - start
-                print(f"{verdict} {page}: {summary}, {took:.1f} s")
+                print(f"{verdict} {shown(page)}: {summary}, {took:.1f} s")
                 for kind, text in problems:
                     print(f"  {kind}: {text}")
     except CheckError as e:
@@ -548,7 +546,7 @@ FIXTURES = {
 SELF_TEST_TIMEOUT_S = 5.0
 
 
-def self_test(width, height):
+def self_test(browser_name, width, height):
     """Renders each fixture; returns 0 when each fails with exactly its expected kinds."""
     failures = 0
     with tempfile.TemporaryDirectory(prefix="check-reports-self-test-") as tmp:
@@ -564,7 +562,8 @@ def self_test(width, height):
                         encoding="utf-8")
         pages.append(last)
         shots = tmp / "screenshots"
-        outcome = check_pages(pages, shots, width, height, SELF_TEST_TIMEOUT_S, quiet=True)
+        outcome = check_pages(browser_name, pages, shots, width, height,
+                              SELF_TEST_TIMEOUT_S, quiet=True)
         for page in pages:
             expected = FIXTURES.get(page.stem, FIXTURES["good"])[1]
             problems = outcome[page]
@@ -589,6 +588,8 @@ def main():
     parser.add_argument("pages", nargs="*", type=pathlib.Path, help="HTML files to check")
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("target/ipc-matrix/screenshots"),
                         help="where the screenshots go (default: %(default)s)")
+    parser.add_argument("--browser", default="chromium",
+                        help="the browser's command or path (default: %(default)s)")
     parser.add_argument("--width", type=int, default=1400, help="viewport width (default: %(default)s)")
     parser.add_argument("--height", type=int, default=900, help="viewport height (default: %(default)s)")
     parser.add_argument("--self-test", action="store_true",
@@ -598,13 +599,13 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         if args.self_test:
-            return self_test(args.width, args.height)
+            return self_test(args.browser, args.width, args.height)
         if not args.pages:
             parser.error("no page to check")
         missing = [str(p) for p in args.pages if not p.is_file()]
         if missing:
             parser.error(f"no such page: {', '.join(missing)}")
-        outcome = check_pages(args.pages, args.out, args.width, args.height)
+        outcome = check_pages(args.browser, args.pages, args.out, args.width, args.height)
     except CheckError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
