@@ -55,6 +55,9 @@ MAX_LISTED = 5
 CHECK_JS = r"""
 (async () => {
   const IMAGE_TIMEOUT_MS = 5000;
+  if (document.readyState !== 'complete') {
+    await new Promise(r => addEventListener('load', r, { once: true }));
+  }
   const root = document.documentElement;
   // The viewport less a vertical scrollbar: wider content than this scrolls sideways.
   const viewport = root.clientWidth;
@@ -165,7 +168,7 @@ CHECK_JS = r"""
   }
 
   return {
-    viewport, scrollWidth, innerWidth: window.innerWidth,
+    url: location.href, viewport, scrollWidth, innerWidth: window.innerWidth,
     scrollHeight: root.scrollHeight,
     svgCount: svgs.length, imageCount: images.length,
     culprits, brokenImages, brokenSvgs,
@@ -226,9 +229,17 @@ class Browser:
                 args, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
                 pass_fds=(3, 4), preexec_fn=child_fds,
                 start_new_session=True)
+        except OSError as e:
+            for fd in (self.to_browser, self.from_browser):
+                os.close(fd)
+            self.log.close()
+            shutil.rmtree(self.profile, ignore_errors=True)
+            raise CheckError(f"could not start {executable}: {e}") from e
         finally:
             os.close(browser_in)
             os.close(browser_out)
+        # A write to a browser that stopped reading must time out, not block.
+        os.set_blocking(self.to_browser, False)
         self.buffer = b""
         self.next_id = 0
         self.events = []  # (sessionId, method, params), in arrival order
@@ -263,6 +274,13 @@ class Browser:
             self.log.close()
             shutil.rmtree(self.profile, ignore_errors=True)
 
+    def exit_status(self):
+        """The browser's exit status, once it has exited (it may take a moment)."""
+        try:
+            return self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return "none yet: still running"
+
     def stderr_tail(self, lines=10):
         try:
             with open(os.path.join(self.profile, "stderr.log"), "rb") as f:
@@ -281,7 +299,7 @@ class Browser:
                 continue
             chunk = os.read(self.from_browser, 1 << 20)
             if not chunk:
-                raise CheckError(f"the browser closed its pipe (exit status {self.proc.poll()})")
+                raise CheckError(f"the browser closed its pipe (exit status {self.exit_status()})")
             self.buffer += chunk
         raw, self.buffer = self.buffer.split(b"\0", 1)
         return json.loads(raw)
@@ -298,7 +316,13 @@ class Browser:
             _, ready, _ = select.select([], [self.to_browser], [], max(0, deadline - time.monotonic()))
             if not ready:
                 raise CheckError(f"{method}: the browser takes no commands")
-            data = data[os.write(self.to_browser, data):]
+            try:
+                data = data[os.write(self.to_browser, data):]
+            except BlockingIOError:
+                continue
+            except BrokenPipeError as e:
+                raise CheckError(f"{method}: the browser is gone "
+                                 f"(exit status {self.exit_status()})") from e
         while True:
             reply = self._read_message(deadline)
             if reply.get("id") == self.next_id:
@@ -308,9 +332,9 @@ class Browser:
             if "method" in reply:
                 self.events.append((reply.get("sessionId"), reply["method"], reply.get("params", {})))
 
-    def wait_event(self, session, method, deadline):
-        """Waits for an event of the session (one read already counts)."""
-        seen = 0
+    def wait_event(self, session, method, deadline, since=0):
+        """Waits for an event of the session, among those read from index `since` on."""
+        seen = since
         while True:
             for sid, name, params in self.events[seen:]:
                 if sid == session and name == method:
@@ -396,11 +420,14 @@ def check_page(browser, page, shots, name, width, height, timeout=PAGE_TIMEOUT_S
         browser.call("Emulation.setDeviceMetricsOverride",
                      {"width": width, "height": height, "deviceScaleFactor": 1,
                       "mobile": False}, session=session)
-        nav = browser.call("Page.navigate", {"url": page.resolve().as_uri()}, session=session)
+        url = page.resolve().as_uri()
+        nav = browser.call("Page.navigate", {"url": url}, session=session)
         if nav.get("errorText"):
             return f"could not open: {nav['errorText']}", [("load", nav["errorText"])]
+        # Only a load after the navigation was committed is the page's (not about:blank's).
+        committed = len(browser.events)
         try:
-            browser.wait_event(session, "Page.loadEventFired", deadline)
+            browser.wait_event(session, "Page.loadEventFired", deadline, since=committed)
             left = max(1.0, deadline - time.monotonic())
             result = browser.call("Runtime.evaluate",
                                   {"expression": CHECK_JS, "awaitPromise": True,
@@ -414,6 +441,8 @@ def check_page(browser, page, shots, name, width, height, timeout=PAGE_TIMEOUT_S
         if "exceptionDetails" in result:
             raise CheckError(f"the check script failed: {result['exceptionDetails'].get('text')}")
         m = result["result"]["value"]
+        if m["url"] != url:
+            raise CheckError(f"checked {m['url']} instead of {url}")
 
         under = lambda item: f" under \"{item['section']}\"" if item["section"] else ""
         widths = []
