@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers of the scripts in this folder; sourced, not run.
 set -euo pipefail
 
@@ -81,4 +82,22 @@ ensure_interop_tools() {
   [ "${#missing[@]}" -eq 0 ] && return 0
   apt_install "${missing[@]}" ||
     say "could not install ${missing[*]}: the interop tests that need them are listed as ignored"
+}
+
+# Headless Chromium and Python 3 for the browser check of the reports
+# (scripts/check-reports.sh): Debian's chromium package where apt exists. Where neither the
+# browser nor apt is there, says why the check is skipped and returns 1: never silently.
+ensure_browser() {
+  local missing=()
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  command -v python3 >/dev/null 2>&1 || missing+=(python3)
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  if ! command -v apt-get >/dev/null 2>&1; then
+    say "skipped: no ${missing[*]} and no apt (the reports are not checked in a browser)"
+    return 1
+  fi
+  apt_install "${missing[@]}" && return 0
+  # Ubuntu, for one, ships Chromium only as a snap, which apt cannot install here.
+  say "skipped: apt-get could not install ${missing[*]} (the reports are not checked in a browser)"
+  return 1
 }

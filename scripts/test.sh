@@ -4,10 +4,14 @@
 # fault-injection tests, and one test per cell of the quick profile. The aarch64 leg
 # counts guest instructions as it runs; the host's cells run once more under QEMU for its
 # own architecture to count them (scripts/count-pass.sh). Ends by writing each leg's
-# reports (judged against baselines/, instructions included) and all legs side by side. Also runs the
-# transport crate's tests on s390x (big-endian) under QEMU. Installs cargo-nextest, the
-# aarch64 and s390x rustup targets, their cross gcc and g++ and qemu-user, and protoc,
-# capnp and pyzmq (the interop tests' reference implementations) if missing.
+# reports (judged against baselines/, instructions included) and all legs side by side,
+# then renders every report page written in headless Chromium (scripts/check-reports.sh):
+# it fails when a page scrolls sideways at 1400 px, a plot or image does not render, or
+# the console shows an error, and keeps screenshots in target/ipc-matrix/screenshots/.
+# Also runs the transport crate's tests on s390x (big-endian) under QEMU. Installs
+# cargo-nextest, the aarch64 and s390x rustup targets, their cross gcc and g++ and
+# qemu-user, protoc, capnp and pyzmq (the interop tests' reference implementations) and
+# chromium if missing (the browser check says it is skipped where there is no apt).
 # Arguments go to both legs' `cargo nextest run` calls (not to the s390x transport run).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(repo_root)"
@@ -74,9 +78,23 @@ if [ "${#compared[@]}" -gt 1 ]; then
   say "legs side by side: ${legs[*]}"
   ipc_matrix report --compare "${compared[@]}" >/dev/null || first_failure $?
 fi
+# Every page written, as a reader's browser shows it (after the self-test of the checks).
+pages=()
+for leg in "${legs[@]}"; do
+  page="target/ipc-matrix/$leg/$profile/report.html"
+  if [ -f "$page" ]; then pages+=("$page"); fi
+done
+comparison=target/ipc-matrix/compare/comparison.html
+if [ "${#compared[@]}" -gt 1 ] && [ -f "$comparison" ]; then pages+=("$comparison"); fi
+if [ "${#pages[@]}" -gt 0 ]; then
+  scripts/check-reports.sh "${pages[@]}" || first_failure $?
+fi
 say "JUnit: target/nextest/ci/junit-<triple>.xml (and junit-$big_endian-transport.xml)"
 for leg in "${legs[@]}"; do
   say "reports of $leg: target/ipc-matrix/$leg/$profile/report.{md,html} and results.json"
 done
 [ "${#legs[@]}" -gt 1 ] && say "side by side: target/ipc-matrix/compare/comparison.{md,html}"
+if compgen -G 'target/ipc-matrix/screenshots/*.png' >/dev/null; then
+  say "screenshots: target/ipc-matrix/screenshots/<leg>.png (first screen), <leg>.full.png (whole page)"
+fi
 exit "$status"
