@@ -58,6 +58,10 @@ CHECK_JS = r"""
   if (document.readyState !== 'complete') {
     await new Promise(r => addEventListener('load', r, { once: true }));
   }
+  // Folded sections are measured open: a reader opens them, and what they hold must fit
+  // and render too. They are folded again before the screenshots.
+  const folded = [...document.querySelectorAll('details:not([open])')];
+  for (const d of folded) d.open = true;
   const root = document.documentElement;
   // The viewport less a vertical scrollbar: wider content than this scrolls sideways.
   const viewport = root.clientWidth;
@@ -167,8 +171,10 @@ CHECK_JS = r"""
     }
   }
 
+  for (const d of folded) d.open = false;
   return {
     url: location.href, viewport, scrollWidth, innerWidth: window.innerWidth,
+    foldedCount: folded.length,
     scrollHeight: root.scrollHeight,
     svgCount: svgs.length, imageCount: images.length,
     culprits, brokenImages, brokenSvgs,
@@ -557,6 +563,10 @@ FIXTURES = {
              set()),
     "too-wide": ("<div id=\"wide\" style=\"width:1600px;background:#eee\">1600 px wide</div>",
                  {"width"}),
+    # A folded section is checked open: its table must fit too.
+    "too-wide-folded": ("<details><summary>folded</summary><div id=\"folded\" style=\"width:1700px\">"
+                        "1700 px wide</div></details>",
+                        {"width"}),
     "broken-img": (f"<img alt=\"broken\" src=\"data:image/png;base64,{BAD_PNG}\">", {"image"}),
     "svg-zero-size": ("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"0\" height=\"0\">"
                       "<rect width=\"10\" height=\"10\"/></svg>", {"svg"}),
