@@ -18,7 +18,7 @@ table{border-collapse:collapse;font-size:.85rem;margin:1rem 0}th{white-space:nor
 nav ul{columns:3;font-size:.9rem}nav li{break-inside:avoid}.change{border-top:1px solid #ddd;margin-top:1rem}\
 td.text{white-space:normal;text-align:left;max-width:40rem}.quiet{color:#555}\
 th,td{border:1px solid #ccc;padding:.2rem .4rem;text-align:right}\
-th:first-child,td:first-child{text-align:left;font-family:monospace;white-space:nowrap}td{white-space:nowrap}\
+td{white-space:nowrap}th:first-child,td:first-child{text-align:left;font-family:monospace;white-space:normal}\
 .regressed{color:#b34700;font-weight:bold}.improved{color:#007a5a}.failed{color:#b00020;font-weight:bold}\
 .note{background:#eef4fb;border-left:4px solid #0072b2;padding:.5rem 1rem}\
 .warning{background:#fdf1e6;border-left:4px solid #d55e00;padding:.5rem 1rem}\
@@ -64,6 +64,12 @@ pub fn figure(svg: Result<String, String>, caption: &str) -> String {
     }
 }
 
+/// A cell id that may wrap after its `::` when a table needs the room (and only then:
+/// the browser breaks at `<wbr>` only where a line would not fit).
+fn breakable(id: &str) -> String {
+    escape(id).replace("::", "::<wbr>")
+}
+
 /// A table of already formatted text; cells are escaped here.
 pub fn table(header: &[String], rows: &[Vec<String>]) -> String {
     let mut html = String::from("<table>\n<tr>");
@@ -73,8 +79,12 @@ pub fn table(header: &[String], rows: &[Vec<String>]) -> String {
     html.push_str("</tr>\n");
     for row in rows {
         html.push_str("<tr>");
-        for cell in row {
-            let _ = write!(html, "<td>{}</td>", escape(cell));
+        for (i, cell) in row.iter().enumerate() {
+            let text = match i {
+                0 => breakable(cell),
+                _ => escape(cell),
+            };
+            let _ = write!(html, "<td>{text}</td>");
         }
         html.push_str("</tr>\n");
     }
@@ -106,7 +116,7 @@ fn cell_table(rows: &[Row]) -> String {
             html,
             "<tr id=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td><td>{}</td><td class=\"{instruction_class}\">{}</td></tr>",
             row_anchor(&result.cell.id),
-            escape(&result.cell.id),
+            breakable(&result.cell.id),
             l.map_or_else(dash, |l| nanos(l.p50)),
             l.map_or_else(dash, |l| nanos(l.p99)),
             l.map_or_else(dash, |l| nanos(l.p999)),
