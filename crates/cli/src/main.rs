@@ -59,6 +59,20 @@ enum Command {
         #[arg(long, value_name = "DIR", requires = "compare")]
         out: Option<PathBuf>,
     },
+    /// Draw per-cell trends from several runs' results.json (for example the artifacts of
+    /// successive commits), ordered by time and labelled by commit, with the baseline's
+    /// band; instruction counts too. Writes history.md and history.html.
+    History {
+        /// Folders to search for results.json (recursively), or results.json files.
+        #[arg(required = true, num_args = 1.., value_name = "DIR")]
+        paths: Vec<PathBuf>,
+        /// Where to write; default: <target dir>/ipc-matrix/history.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Only this leg (`<triple>@<runner>`); repeatable.
+        #[arg(long, value_name = "LEG")]
+        leg: Vec<String>,
+    },
     /// Manage the committed baselines (baselines/<leg>/<profile>.json).
     Baseline {
         #[command(subcommand)]
@@ -131,6 +145,12 @@ fn main() -> ExitCode {
             compare,
             out,
         } => commands::report::run(&stored, judging, &compare, out),
+        Command::History { paths, out, leg } => {
+            let out = out.unwrap_or_else(|| {
+                ipc_matrix::default_out_dir(std::path::Path::new(".")).join("history")
+            });
+            commands::history::run(&paths, &out, &leg)
+        }
         Command::Baseline {
             action:
                 BaselineAction::Accept {

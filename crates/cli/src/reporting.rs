@@ -70,6 +70,7 @@ pub fn leg_report(
     let mut report = LegReport::new(read.results, baseline, policy, now_unix());
     report.other_runs = read.other_runs;
     report.other_schema = read.other_schema;
+    report.commit = crate::commit::current_commit();
     Ok(report)
 }
 

@@ -4,6 +4,8 @@
 //! - `schema_version`: integer.
 //! - `leg`: `<target-triple>@<runner>`; `profile`: the matrix.yaml profile.
 //! - `generated_at_unix`: when the report was written.
+//! - `commit`: the commit the run was made from (`GITHUB_SHA`, or the checkout's `HEAD`),
+//!   or `null`.
 //! - `environment`: the machine and build of the first result (see `ipc-matrix-results`).
 //! - `baseline`: `null`, or `{path, accepted_at_unix, cpu_model}` of the baseline compared with.
 //! - `summary`: counts of cells `passed`, `failed`, and per verdict `regressed`,
@@ -21,7 +23,8 @@ use ipc_matrix_results::{CellResult, Environment};
 use serde::Serialize;
 
 /// 2: the cell results are of result schema 4 (a cell's kind and its settings in `work`).
-pub const REPORT_SCHEMA_VERSION: u32 = 2;
+/// 3: `commit`.
+pub const REPORT_SCHEMA_VERSION: u32 = 3;
 
 #[derive(Serialize)]
 pub struct Document<'a> {
@@ -29,6 +32,7 @@ pub struct Document<'a> {
     pub leg: &'a str,
     pub profile: &'a str,
     pub generated_at_unix: u64,
+    pub commit: Option<&'a str>,
     pub environment: Option<&'a Environment>,
     pub baseline: Option<BaselineRef<'a>>,
     pub summary: Summary<'a>,
@@ -70,6 +74,7 @@ impl<'a> Document<'a> {
             leg: &verdict.leg,
             profile: &verdict.profile,
             generated_at_unix: report.generated_at_unix,
+            commit: report.commit.as_deref(),
             environment: report.results.first().map(|r| &r.environment),
             baseline: report.baseline.as_ref().map(|b| BaselineRef {
                 path: b.path.display().to_string(),

@@ -2,12 +2,15 @@
 //! - `report.md`: GitHub-flavoured Markdown, fit for a job summary ([`markdown`]);
 //! - `report.html`: one self-contained page with SVG plots, no network ([`html`], [`plots`]);
 //! - `results.json`: the versioned document tools read ([`document`]);
+//! - `history.md` / `history.html`: several runs' `results.json` as per-cell trends
+//!   ([`history`]);
 //! - `comparison.md` / `comparison.html`: legs side by side, sorted by architecture:
 //!   instruction counts per architecture, native timings with ratios ([`cross`]).
 
 mod changes;
 pub mod cross;
 pub mod document;
+pub mod history;
 mod html;
 mod markdown;
 pub mod plots;
@@ -43,6 +46,8 @@ pub struct LegReport {
     pub other_runs: usize,
     /// Result files of another result schema found beside this run's, and left out.
     pub other_schema: usize,
+    /// The commit the run was made from, where known (history orders runs by it).
+    pub commit: Option<String>,
 }
 
 impl LegReport {
@@ -60,6 +65,7 @@ impl LegReport {
             generated_at_unix,
             other_runs: 0,
             other_schema: 0,
+            commit: None,
         }
     }
 

@@ -724,3 +724,105 @@ pub fn floor_ratios(floors: &[(&CellResult, Floor)]) -> Result<String, String> {
         &|v| format!("{v:.2}x"),
     )
 }
+
+/// A value per run, oldest first, as points joined where consecutive runs both have one,
+/// over the baseline (dashed) and the band a change must leave to count (shaded).
+pub fn trend(
+    title: &str,
+    y_desc: &str,
+    runs: &[String],
+    values: &[Option<f64>],
+    band: Option<(f64, f64)>,
+    format_value: &dyn Fn(f64) -> String,
+) -> Result<String, String> {
+    let present: Vec<(f64, f64)> = values
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| Some((i as f64, (*v).filter(|v| *v > 0.0)?)))
+        .collect();
+    if present.is_empty() {
+        return Err("no run has a value".into());
+    }
+    let edges = band
+        .map(|(base, margin)| [base / (1.0 + margin), base * (1.0 + margin)])
+        .unwrap_or_default();
+    let y_range = log_range(
+        present
+            .iter()
+            .map(|p| p.1)
+            .chain(edges.into_iter().filter(|v| *v > 0.0)),
+    );
+    let n = runs.len().max(1);
+    svg(300, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, (FONT, 18))
+            .margin(12)
+            .x_label_area_size(52)
+            .y_label_area_size(90)
+            .build_cartesian_2d(-0.5f64..n as f64 - 0.5, y_range.log_scale())?;
+        chart
+            .configure_mesh()
+            .label_style((FONT, LABEL_SIZE))
+            .axis_desc_style((FONT, AXIS_TITLE_SIZE))
+            .x_labels(n.min(12))
+            .x_label_formatter(&|v| {
+                let i = v.round();
+                if (v - i).abs() < 1e-9 && i >= 0.0 {
+                    runs.get(i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .x_desc("run, oldest to newest (commit, or time)")
+            .y_desc(y_desc)
+            .y_labels(6)
+            .y_label_formatter(&|v| format_value(*v))
+            .draw()?;
+        if let Some((base, margin)) = band {
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [
+                        (-0.5, base / (1.0 + margin)),
+                        (n as f64 - 0.5, base * (1.0 + margin)),
+                    ],
+                    RGBColor(215, 215, 215).filled(),
+                )))?
+                .label("baseline band")
+                .legend(|(x, y)| {
+                    Rectangle::new(
+                        [(x, y - 5), (x + 18, y + 5)],
+                        RGBColor(215, 215, 215).filled(),
+                    )
+                });
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(-0.5, base), (n as f64 - 0.5, base)],
+                    6,
+                    4,
+                    BLACK.stroke_width(2),
+                ))?
+                .label("baseline")
+                .legend(|(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], BLACK.stroke_width(2))
+                });
+        }
+        // Joined only between neighbouring runs: a gap stays a gap.
+        for pair in present.windows(2).filter(|w| w[1].0 - w[0].0 == 1.0) {
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![pair[0], pair[1]],
+                color(0).stroke_width(2),
+            )))?;
+        }
+        chart
+            .draw_series(PointSeries::of_element(
+                present,
+                4,
+                color(0).filled(),
+                &|p, s, st| Circle::new(p, s, st),
+            ))?
+            .label("each run")
+            .legend(|(x, y)| Circle::new((x + 9, y), 4, color(0).filled()));
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+        Ok(())
+    })
+}
