@@ -3,6 +3,7 @@
 
 pub mod format;
 pub mod github;
+pub mod project;
 pub mod reporting;
 mod run_folder;
 

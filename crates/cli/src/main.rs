@@ -82,9 +82,9 @@ enum Command {
     /// Print the legs (targets) of matrix.yaml; with --github, as the JSON job matrix the
     /// GitHub workflow reads with fromJSON.
     Matrix {
-        /// The matrix file.
-        #[arg(long, value_name = "FILE", default_value = "matrix.yaml")]
-        matrix: PathBuf,
+        /// The matrix file; default: the nearest matrix.yaml in the current folder or above.
+        #[arg(long, value_name = "FILE")]
+        matrix: Option<PathBuf>,
         /// Print one line of JSON: {"include": [{target, runner, os, blocks_merge, leg}]}.
         #[arg(long)]
         github: bool,
@@ -114,11 +114,47 @@ enum BaselineAction {
 
 fn main() -> ExitCode {
     ipc_matrix_scenario::serve_if_requested();
-    let cli = Cli::parse();
-    let outcome = match cli.command {
+    let mut cli = Cli::parse();
+    let outcome = resolve(&mut cli.command).and_then(|()| dispatch(cli.command));
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(if e.is::<NoCells>() {
+                exit_code::NO_CELLS
+            } else {
+                exit_code::USAGE
+            })
+        }
+    }
+}
+
+/// Finds the matrix file of the commands that read one, unless given.
+fn resolve(command: &mut Command) -> anyhow::Result<()> {
+    match command {
+        Command::List { selection }
+        | Command::Probe { selection, .. }
+        | Command::Run { selection, .. } => selection.resolve(),
+        Command::Report { stored, .. }
+        | Command::Baseline {
+            action: BaselineAction::Accept { stored, .. },
+        } => stored.resolve(),
+        Command::Matrix { matrix, .. } => {
+            *matrix = Some(
+                ipc_matrix::project::matrix_file(matrix.as_deref()).map_err(anyhow::Error::msg)?,
+            );
+            Ok(())
+        }
+    }
+}
+
+fn dispatch(command: Command) -> anyhow::Result<u8> {
+    match command {
         Command::List { selection } => commands::list::run(&selection),
         Command::Probe { selection, json } => commands::probe::run(&selection, json),
-        Command::Matrix { matrix, github } => commands::matrix::run(&matrix, github),
+        Command::Matrix { matrix, github } => {
+            commands::matrix::run(&matrix.expect("resolved"), github)
+        }
         Command::Run {
             selection,
             out,
@@ -144,16 +180,5 @@ fn main() -> ExitCode {
             baselines,
             commands::baseline::Acceptance { append, dry_run },
         ),
-    };
-    match outcome {
-        Ok(code) => ExitCode::from(code),
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(if e.is::<NoCells>() {
-                exit_code::NO_CELLS
-            } else {
-                exit_code::USAGE
-            })
-        }
     }
 }

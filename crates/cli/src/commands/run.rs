@@ -21,7 +21,7 @@ pub fn run(
     judging: Judging,
 ) -> Result<u8> {
     selection.cells().and_then(|cells| {
-        let out = out.unwrap_or_else(|| default_out_dir(Path::new(".")));
+        let out = out.unwrap_or_else(|| default_out_dir(&selection.root()));
         let environment = Environment::capture();
         let leg = environment.leg();
         // Before any cell runs: the folder is writable, and no other run writes into it.
