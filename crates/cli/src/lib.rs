@@ -5,6 +5,7 @@ pub mod format;
 pub mod github;
 pub mod project;
 pub mod reporting;
+pub mod term;
 mod run_folder;
 
 pub use run_folder::RunFolder;
