@@ -3,10 +3,11 @@
 
 pub mod format;
 pub mod github;
+pub mod progress;
 pub mod project;
 pub mod reporting;
-pub mod term;
 mod run_folder;
+pub mod term;
 
 pub use run_folder::RunFolder;
 
