@@ -58,8 +58,8 @@ pub fn run(
         "leg": leg,
         "profile": selection.profile,
         "cells": cells.len(),
-        "matrix": selection.matrix,
-        "results_dir": folder.dir().join("cells"),
+        "matrix": absolute(&selection.matrix),
+        "results_dir": absolute(&folder.dir().join("cells")),
     }));
     let ran = run_cells(&cells, &out, &mut options, fail_fast, folder.dir())?;
     let judged = if environment.is_optimized() {
@@ -90,7 +90,7 @@ pub fn run(
         "not_run": not_run,
         "not_stored": ran.not_stored,
         "exit_code": code,
-        "results_dir": (ran.not_stored == 0).then(|| folder.dir().join("cells")),
+        "results_dir": (ran.not_stored == 0).then(|| absolute(&folder.dir().join("cells"))),
     }));
     say_always!(
         "run {}: {} cells: {} passed, {failed} failed{}",
@@ -112,6 +112,11 @@ struct Ran {
     code: u8,
     /// Results of an unoptimized build, not stored.
     not_stored: usize,
+}
+
+/// `path` from the root, for tools that run elsewhere.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// One line of JSON on stdout, under `--message-format json`.
@@ -288,6 +293,6 @@ fn cell_event(
         "floor_p50_ns": result.floor.map(|f| f.p50_ns),
         "floor_ratio": result.floor.and_then(|f| f.ratio),
         "wall_seconds": result.wall_seconds,
-        "result_file": file,
+        "result_file": file.map(absolute),
     })
 }
