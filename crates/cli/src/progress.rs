@@ -99,10 +99,11 @@ pub fn previous_seconds(cells_dir: &Path, cell: &Cell) -> Option<f64> {
     Some(took.wall_seconds)
 }
 
-/// `1:05`, `12s`: the time left, or `?` before anything moved.
+/// `1:05`, `12s`: the time left, or `?` until the run has gone a second and a hundredth
+/// of the way (before, the start-up of the first cell would count for the whole run).
 fn time_left(state: &ProgressState) -> String {
     let (pos, len) = (state.pos(), state.len().unwrap_or(0));
-    if pos == 0 {
+    if pos == 0 || pos.saturating_mul(100) < len || state.elapsed() < Duration::from_secs(1) {
         return "?".into();
     }
     let per_unit = state.elapsed().as_secs_f64() / pos as f64;
