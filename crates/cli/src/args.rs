@@ -21,7 +21,8 @@ pub struct StoredResults {
     /// The profile whose results are read.
     #[arg(long, default_value = "quick")]
     pub profile: String,
-    /// Folder the results are in; default: <target dir>/ipc-matrix.
+    /// Folder the results are in; default: <target dir>/ipc-matrix, the target dir being
+    /// $CARGO_TARGET_DIR or target/ in the matrix file's folder.
     #[arg(long, value_name = "DIR")]
     pub results: Option<PathBuf>,
     /// Only this leg (`<triple>@<runner>`); repeatable; default: every leg with results.

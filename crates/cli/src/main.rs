@@ -66,7 +66,8 @@ enum Command {
     Run {
         #[command(flatten)]
         selection: Selection,
-        /// Folder for results; default: <target dir>/ipc-matrix.
+        /// Folder for results; default: <target dir>/ipc-matrix, the target dir being
+        /// $CARGO_TARGET_DIR or target/ in the matrix file's folder.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
         /// Stop at the first failing cell.
