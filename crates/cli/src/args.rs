@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result};
 use ipc_matrix::default_out_dir;
+use ipc_matrix::project::{matrix_file, project_root};
 use ipc_matrix::reporting::legs_with_results;
 use ipc_matrix_spec::{Cell, RegressionPolicy, Spec};
 use std::path::{Path, PathBuf};
@@ -10,13 +11,18 @@ use std::path::{Path, PathBuf};
 /// Which stored results a command reads.
 #[derive(clap::Args)]
 pub struct StoredResults {
-    /// The matrix file (for the profile's regression policy).
-    #[arg(long, value_name = "FILE", default_value = "matrix.yaml")]
+    /// The matrix file (for the profile's regression policy); default: the nearest
+    /// matrix.yaml in the current folder or above.
+    #[arg(long = "matrix", value_name = "FILE")]
+    matrix_arg: Option<PathBuf>,
+    /// The matrix file, once resolved ([`StoredResults::resolve`]).
+    #[arg(skip)]
     pub matrix: PathBuf,
     /// The profile whose results are read.
     #[arg(long, default_value = "quick")]
     pub profile: String,
-    /// Folder the results are in; default: <target dir>/ipc-matrix.
+    /// Folder the results are in; default: <target dir>/ipc-matrix, the target dir being
+    /// $CARGO_TARGET_DIR or target/ in the matrix file's folder.
     #[arg(long, value_name = "DIR")]
     pub results: Option<PathBuf>,
     /// Only this leg (`<triple>@<runner>`); repeatable; default: every leg with results.
@@ -25,10 +31,17 @@ pub struct StoredResults {
 }
 
 impl StoredResults {
+    /// Finds the matrix file, unless given.
+    pub fn resolve(&mut self) -> Result<()> {
+        self.matrix = matrix_file(self.matrix_arg.as_deref()).map_err(anyhow::Error::msg)?;
+        Ok(())
+    }
+
+    /// `--results`, else `<target dir>/ipc-matrix` of the project.
     pub fn results_dir(&self) -> PathBuf {
         self.results
             .clone()
-            .unwrap_or_else(|| default_out_dir(Path::new(".")))
+            .unwrap_or_else(|| default_out_dir(&project_root(&self.matrix)))
     }
 
     pub fn policy(&self) -> Result<RegressionPolicy> {
@@ -91,8 +104,11 @@ pub enum Gate {
 
 #[derive(clap::Args)]
 pub struct Selection {
-    /// The matrix file.
-    #[arg(long, value_name = "FILE", default_value = "matrix.yaml")]
+    /// The matrix file; default: the nearest matrix.yaml in the current folder or above.
+    #[arg(long = "matrix", value_name = "FILE")]
+    matrix_arg: Option<PathBuf>,
+    /// The matrix file, once resolved ([`Selection::resolve`]).
+    #[arg(skip)]
     pub matrix: PathBuf,
     /// Profile of matrix.yaml to expand (e.g. quick, full).
     #[arg(long, default_value = "quick")]
@@ -104,6 +120,17 @@ pub struct Selection {
 }
 
 impl Selection {
+    /// Finds the matrix file, unless given.
+    pub fn resolve(&mut self) -> Result<()> {
+        self.matrix = matrix_file(self.matrix_arg.as_deref()).map_err(anyhow::Error::msg)?;
+        Ok(())
+    }
+
+    /// The folder of the matrix file, where results and baselines are by default.
+    pub fn root(&self) -> PathBuf {
+        project_root(&self.matrix)
+    }
+
     pub fn cells(&self) -> Result<Vec<Cell>> {
         let spec = Spec::load(&self.matrix).map_err(|e| anyhow::anyhow!("{e}"))?;
         let cells = spec.cells(&self.profile).map_err(anyhow::Error::msg)?;

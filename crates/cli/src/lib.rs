@@ -4,8 +4,11 @@
 pub mod commit;
 pub mod format;
 pub mod github;
+pub mod progress;
+pub mod project;
 pub mod reporting;
 mod run_folder;
+pub mod term;
 
 pub use run_folder::RunFolder;
 

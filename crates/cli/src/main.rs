@@ -7,8 +7,10 @@ mod args;
 mod commands;
 
 use args::{Judging, NoCells, Selection, StoredResults};
-use clap::{Parser, Subcommand};
+use clap::builder::styling::{AnsiColor, Effects, Styles};
+use clap::{ColorChoice, CommandFactory, FromArgMatches, Parser, Subcommand};
 use ipc_matrix::exit_code;
+use ipc_matrix::term::{Console, MessageFormat, Verbosity};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -20,11 +22,42 @@ use std::process::ExitCode;
     long_about = "Runs the echo cells declared in matrix.yaml: each cell starts a peer process, \
 echoes deterministic payloads over one transport (shared memory, local socket, TCP, UDP), \
 checks every reply byte for byte, and records round-trip percentiles as JSON under \
-<out>/<target-triple>@<runner>/cells/."
+<out>/<target-triple>@<runner>/cells/.",
+    styles = STYLES
 )]
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Colour the output: auto (when it goes to a terminal and NO_COLOR is not set),
+    /// always, never.
+    #[arg(long, value_name = "WHEN", global = true, default_value = "auto")]
+    color: ColorChoice,
+    /// Print only failures, warnings and the final summary line.
+    #[arg(long, short, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Print more: the environment, each cell's CPUs, probes, floor, wall time and result
+    /// file, and the folders used.
+    #[arg(long, short, global = true)]
+    verbose: bool,
+}
+
+/// The colours of the help, as cargo's.
+const STYLES: Styles = Styles::styled()
+    .header(AnsiColor::Green.on_default().effects(Effects::BOLD))
+    .usage(AnsiColor::Green.on_default().effects(Effects::BOLD))
+    .literal(AnsiColor::Cyan.on_default().effects(Effects::BOLD))
+    .placeholder(AnsiColor::Cyan.on_default())
+    .error(AnsiColor::Red.on_default().effects(Effects::BOLD))
+    .valid(AnsiColor::Cyan.on_default().effects(Effects::BOLD))
+    .invalid(AnsiColor::Yellow.on_default().effects(Effects::BOLD));
+
+/// What `list`, `run` and `probe` print on stdout.
+#[derive(clap::Args)]
+struct Output {
+    /// human: text; json: JSON Lines, one object per line (README: "Machine-readable
+    /// output"), and human text on stderr.
+    #[arg(long, value_name = "FMT", default_value = "human")]
+    message_format: MessageFormat,
 }
 
 #[derive(Subcommand)]
@@ -33,7 +66,8 @@ enum Command {
     Run {
         #[command(flatten)]
         selection: Selection,
-        /// Folder for results; default: <target dir>/ipc-matrix.
+        /// Folder for results; default: <target dir>/ipc-matrix, the target dir being
+        /// $CARGO_TARGET_DIR or target/ in the matrix file's folder.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
         /// Stop at the first failing cell.
@@ -41,6 +75,8 @@ enum Command {
         fail_fast: bool,
         #[command(flatten)]
         judging: Judging,
+        #[command(flatten)]
+        output: Output,
     },
     /// Write report.md, report.html and results.json for each leg with stored results,
     /// judged against its baseline; with --compare, put result folders side by side.
@@ -84,21 +120,25 @@ enum Command {
     Probe {
         #[command(flatten)]
         selection: Selection,
-        /// Print one line of JSON per floor instead of the table.
-        #[arg(long)]
+        /// The same as --message-format json: one line of JSON per floor.
+        #[arg(long, conflicts_with = "message_format")]
         json: bool,
+        #[command(flatten)]
+        output: Output,
     },
     /// List the cells a profile and filter select, one per line.
     List {
         #[command(flatten)]
         selection: Selection,
+        #[command(flatten)]
+        output: Output,
     },
     /// Print the legs (targets) of matrix.yaml; with --github, as the JSON job matrix the
     /// GitHub workflow reads with fromJSON.
     Matrix {
-        /// The matrix file.
-        #[arg(long, value_name = "FILE", default_value = "matrix.yaml")]
-        matrix: PathBuf,
+        /// The matrix file; default: the nearest matrix.yaml in the current folder or above.
+        #[arg(long, value_name = "FILE")]
+        matrix: Option<PathBuf>,
         /// Print one line of JSON: {"include": [{target, runner, os, blocks_merge, leg}]}.
         #[arg(long)]
         github: bool,
@@ -128,16 +168,67 @@ enum BaselineAction {
 
 fn main() -> ExitCode {
     ipc_matrix_scenario::serve_if_requested();
-    let cli = Cli::parse();
-    let outcome = match cli.command {
-        Command::List { selection } => commands::list::run(&selection),
-        Command::Probe { selection, json } => commands::probe::run(&selection, json),
-        Command::Matrix { matrix, github } => commands::matrix::run(&matrix, github),
+    let color = ipc_matrix::term::color_arg(std::env::args_os());
+    let matches = Cli::command().color(color).get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let format = match &cli.command {
+        Command::List { output, .. } | Command::Run { output, .. } => output.message_format,
+        Command::Probe { output, json, .. } if *json => MessageFormat::Json,
+        Command::Probe { output, .. } => output.message_format,
+        _ => MessageFormat::Human,
+    };
+    let verbosity = match (cli.quiet, cli.verbose) {
+        (true, _) => Verbosity::Quiet,
+        (false, true) => Verbosity::Verbose,
+        (false, false) => Verbosity::Normal,
+    };
+    ipc_matrix::term::set(Console::new(verbosity, format, cli.color));
+    let outcome = resolve(&mut cli.command).and_then(|()| dispatch(cli.command));
+    match outcome {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(if e.is::<NoCells>() {
+                exit_code::NO_CELLS
+            } else {
+                exit_code::USAGE
+            })
+        }
+    }
+}
+
+/// Finds the matrix file of the commands that read one, unless given.
+fn resolve(command: &mut Command) -> anyhow::Result<()> {
+    match command {
+        Command::List { selection, .. }
+        | Command::Probe { selection, .. }
+        | Command::Run { selection, .. } => selection.resolve(),
+        Command::Report { stored, .. }
+        | Command::Baseline {
+            action: BaselineAction::Accept { stored, .. },
+        } => stored.resolve(),
+        Command::Matrix { matrix, .. } => {
+            *matrix = Some(
+                ipc_matrix::project::matrix_file(matrix.as_deref()).map_err(anyhow::Error::msg)?,
+            );
+            Ok(())
+        }
+    }
+}
+
+fn dispatch(command: Command) -> anyhow::Result<u8> {
+    match command {
+        Command::List { selection, .. } => commands::list::run(&selection),
+        Command::Probe { selection, .. } => commands::probe::run(&selection),
+        Command::Matrix { matrix, github } => {
+            commands::matrix::run(&matrix.expect("resolved"), github)
+        }
         Command::Run {
             selection,
             out,
             fail_fast,
             judging,
+            ..
         } => commands::run::run(&selection, out, fail_fast, judging),
         Command::Report {
             stored,
@@ -164,16 +255,5 @@ fn main() -> ExitCode {
             baselines,
             commands::baseline::Acceptance { append, dry_run },
         ),
-    };
-    match outcome {
-        Ok(code) => ExitCode::from(code),
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(if e.is::<NoCells>() {
-                exit_code::NO_CELLS
-            } else {
-                exit_code::USAGE
-            })
-        }
     }
 }

@@ -1,6 +1,7 @@
 //! From stored results to reports and verdicts: what `ipc-matrix report`, `ipc-matrix run`
 //! and `ipc-matrix baseline accept` share.
 
+use crate::term::{fit, painted, Fitted, Paint};
 use anyhow::{Context, Result};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell as TableCell, CellAlignment, Table};
 use ipc_matrix_baseline::{baseline_path, Baseline, Verdict};
@@ -74,8 +75,13 @@ pub fn leg_report(
     Ok(report)
 }
 
-/// The terminal view of a verdict: one row per cell.
-pub fn verdict_table(report: &LegReport) -> Table {
+/// The terminal view of a verdict: one row per cell, fitted to the terminal (margin, p,
+/// baseline p50, instructions and p50 left out first), verdicts coloured.
+pub fn verdict_table(report: &LegReport) -> Fitted {
+    fit(verdict_rows(report), &[0], &[5, 4, 1, 7, 2])
+}
+
+fn verdict_rows(report: &LegReport) -> Table {
     let mut table = Table::new();
     table.load_style(UTF8_FULL_CONDENSED);
     table.set_header([
@@ -108,7 +114,13 @@ pub fn verdict_table(report: &LegReport) -> Table {
                 cell.change
                     .map_or_else(dash, |c| format!("{:.0}%", c.margin * 100.0)),
             ),
-            TableCell::new(verdict),
+            match (cell.verdict, cell.gating) {
+                (Verdict::Regressed, true) => painted(verdict, Paint::Warn),
+                (Verdict::Failed, _) => painted(verdict, Paint::Bad),
+                (Verdict::Improved, true) => painted(verdict, Paint::Good),
+                (_, false) => painted(verdict, Paint::Dim),
+                _ => TableCell::new(verdict),
+            },
             TableCell::new(instructions_text(report, cell)),
         ]);
     }

@@ -330,6 +330,7 @@ fn fault_trials() -> Vec<Trial> {
     }
     trials.extend(edge_trials());
     trials.extend(overflow_trials());
+    trials.extend(progress_trials());
     // A payload no machine here holds: refused before anything is allocated.
     let mut cell = fault_cell(TransportKind::Tcp, None);
     cell.work = work_of(ScenarioKind::Bulk, TransportKind::Tcp);
@@ -716,6 +717,77 @@ fn overflow_trials() -> Vec<Trial> {
             })
         })
         .collect()
+}
+
+/// The progress hook of every kind that runs the request/reply loop: it advances while
+/// the cell runs (a value between none and all is seen from another thread), never goes
+/// back, and ends at warm-up + round trips.
+fn progress_trials() -> Vec<Trial> {
+    [
+        ScenarioKind::Echo,
+        ScenarioKind::Codec,
+        ScenarioKind::Rpc,
+        ScenarioKind::ReqRep,
+    ]
+    .into_iter()
+    .map(|kind| {
+        let mut cell = fault_cell(TransportKind::Tcp, None);
+        cell.work = work_of(kind, TransportKind::Tcp);
+        cell.iterations = 3000;
+        cell.warmup = 10;
+        cell.id = format!("{CELL_GROUP_FAULT}::progress::{}", kind.as_str());
+        Trial::test(cell.id.clone(), move || check_progress(&cell))
+    })
+    .collect()
+}
+
+fn check_progress(cell: &Cell) -> Result<(), Failed> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let done = Arc::new(AtomicU64::new(u64::MAX));
+    let options = RunOptions {
+        progress: Some(done.clone()),
+        ..RunOptions::default()
+    };
+    let total = cell.warmup + cell.iterations;
+    let finished = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (done, finished) = (done.clone(), finished.clone());
+        std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            while !finished.load(Ordering::Relaxed) {
+                let now = done.load(Ordering::Relaxed);
+                if seen.last() != Some(&now) {
+                    seen.push(now);
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            seen
+        })
+    };
+    let result = run_cell(cell, &options);
+    finished.store(true, Ordering::Relaxed);
+    let seen = watcher.join().expect("the watcher does not panic");
+    if let Some(failure) = result.outcome.failure {
+        return Err(format!("{}: {}", cell.id, failure.reason).into());
+    }
+    let last = done.load(Ordering::Relaxed);
+    if last != total {
+        return Err(format!("ended at {last} round trips done, expected {total}").into());
+    }
+    let within: Vec<u64> = seen.iter().copied().filter(|&v| v != u64::MAX).collect();
+    if !within.windows(2).all(|w| w[0] <= w[1]) {
+        return Err(format!("went back: {within:?}").into());
+    }
+    if !within.iter().any(|&v| v > 0 && v < total) {
+        return Err(format!("never seen between 0 and {total}: {within:?}").into());
+    }
+    println!(
+        "{}: {} distinct values seen, ended at {last}",
+        cell.id,
+        within.len()
+    );
+    Ok(())
 }
 
 fn check_load_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {

@@ -12,6 +12,8 @@ use ipc_matrix_spec::Cell;
 use ipc_matrix_transport::PeerAddress;
 use serde::Serialize;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
@@ -26,6 +28,11 @@ pub struct RunOptions {
     pub peer_delay: Option<PeerDelay>,
     /// The run the results belong to; this process's run by default.
     pub run_id: String,
+    /// Round trips done so far (warm-up included, lost ones too) by the cell running now,
+    /// for a progress display: set to 0 as a cell starts, then stored after each round
+    /// trip by the request/reply loop (echo, bulk, codec, rpc, req-rep), outside the timed
+    /// region, with a relaxed store. The other kinds leave it at 0.
+    pub progress: Option<Arc<AtomicU64>>,
 }
 
 impl RunOptions {
@@ -94,6 +101,7 @@ impl Default for RunOptions {
             fault: None,
             peer_delay: None,
             run_id: ipc_matrix_results::run_id().to_string(),
+            progress: None,
         }
     }
 }
@@ -119,6 +127,8 @@ pub(crate) struct Tally {
     /// What the measuring side's counting windows held when they are not one per round
     /// trip: the lines of a logging cell's measured batches (its counts are per line).
     pub(crate) operations_counted: Option<u64>,
+    /// Where the request/reply loop stores the round trips done ([`RunOptions::progress`]).
+    pub(crate) progress: Option<Arc<AtomicU64>>,
 }
 
 impl Tally {

@@ -13,6 +13,7 @@ use crate::spawn::PeerProcess;
 use crate::verify::compare;
 use ipc_matrix_results::{CodecStages, Failure, FailureKind};
 use ipc_matrix_spec::{Cell, CodecKind};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// Consecutive lost replies (lossy transports only) after which the peer counts as
@@ -119,6 +120,7 @@ pub(crate) fn measure(
     let mut lost_in_a_row = 0;
     tally.peer_pids = vec![endpoint.peer().pid()];
     let count_label = tally.counting.as_ref().map(|c| c.measuring_label());
+    let progress = tally.progress.clone();
     if let (Requests::Frames(work), Some(counting)) = (&mut requests, &tally.counting) {
         work.count_with(counting.codec_labels());
     }
@@ -176,6 +178,11 @@ pub(crate) fn measure(
         let round_trip = started.elapsed();
         if let Some(label) = counted {
             ipc_matrix_count_window::close(label);
+        }
+        // For a progress display: after the timer and the counting window, one relaxed
+        // store, nothing the round trips measure.
+        if let Some(done) = &progress {
+            done.store(index + 1, Ordering::Relaxed);
         }
         if let Answer::Lost = answer {
             tally.lost += 1;

@@ -15,11 +15,15 @@ use ipc_matrix_results::{
     RESULT_SCHEMA_VERSION,
 };
 use ipc_matrix_spec::{available_memory, check_memory, Cell, ChannelKind, LogSink, LogWrite, Work};
+use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime};
 
 /// Runs one cell to the end and describes what happened; never panics on a bad peer.
 pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     let started = Instant::now();
+    if let Some(done) = &options.progress {
+        done.store(0, Ordering::Relaxed);
+    }
     let environment = Environment::capture();
     let harness = kinds::harness(&cell.work);
     let mut placement = if harness.pinned {
@@ -37,6 +41,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     let floor = pinned.is_ok().then(|| floor_for(cell, placement)).flatten();
     let mut tally = Tally {
         counting: harness.counted.then(Counting::for_cell).flatten(),
+        progress: options.progress.clone(),
         ..Tally::default()
     };
     let pressure = PressureMeter::start();

@@ -4,17 +4,20 @@ use crate::args::Selection;
 use anyhow::Result;
 use ipc_matrix::exit_code;
 use ipc_matrix::format::floor_table;
+use ipc_matrix::term::{console, MessageFormat, JSON_FORMAT_VERSION};
 use ipc_matrix_scenario::measure_floors;
 
-pub fn run(selection: &Selection, json: bool) -> Result<u8> {
+pub fn run(selection: &Selection) -> Result<u8> {
     let cells = selection.cells()?;
     if ipc_matrix_scenario::emulated() {
         anyhow::bail!("floors are not measured under an emulator: an emulator's floor is its own, not the machine's");
     }
     let floors = measure_floors(&cells);
-    if json {
+    if console().format == MessageFormat::Json {
         for selected in &floors {
             let line = serde_json::json!({
+                "type": "floor",
+                "version": JSON_FORMAT_VERSION,
                 "probe": selected.probe,
                 "payload_bytes": selected.payload_bytes,
                 "warmup": selected.rounds.0,
@@ -31,7 +34,7 @@ pub fn run(selection: &Selection, json: bool) -> Result<u8> {
         );
     } else {
         println!("{}", floor_table(&floors));
-        println!("{}", ipc_matrix_report::FLOORS_EXPLAINED);
+        ipc_matrix::say!("{}", ipc_matrix_report::FLOORS_EXPLAINED);
     }
     Ok(exit_code::OK)
 }

@@ -3,11 +3,11 @@
 
 use crate::args::{Gate, Judging, StoredResults};
 use anyhow::{Context, Result};
-use ipc_matrix::exit_code;
 use ipc_matrix::reporting::{
     baselines_dir, github_annotations, leg_report, running_on_github, verdict_summary,
     verdict_table,
 };
+use ipc_matrix::{exit_code, say, say_always};
 use ipc_matrix_report::cross::Column;
 use ipc_matrix_report::write_leg_report;
 use ipc_matrix_spec::RegressionPolicy;
@@ -58,7 +58,7 @@ pub fn report_legs(
                 "{missing}; a strict run needs baselines to judge against: give --baselines <folder>, or make a first baseline with `ipc-matrix baseline accept` and run without --strict"
             );
         }
-        println!("note: {missing}; every cell is new (`ipc-matrix baseline accept` makes one)");
+        say!("note: {missing}; every cell is new (`ipc-matrix baseline accept` makes one)");
     }
     let mut regressions = 0;
     for leg in legs {
@@ -72,16 +72,16 @@ pub fn report_legs(
             .iter()
             .any(|c| c.change.is_some() || c.instructions.is_some())
         {
-            println!("{}", verdict_table(&report));
+            say!("{}", verdict_table(&report));
         }
         for cell in &report.verdict.cells {
             for note in &cell.notes {
-                println!("note: {}: {note}", cell.cell_id);
+                say!("note: {}: {note}", cell.cell_id);
             }
         }
-        println!("{}", verdict_summary(&report));
+        say!("{}", verdict_summary(&report));
         if report.other_schema > 0 {
-            println!(
+            say!(
                 "note: {} results in {} were written with another result schema (not {}) and were left out; re-run their cells (`ipc-matrix run`) to judge them",
                 report.other_schema,
                 dir.display(),
@@ -89,7 +89,7 @@ pub fn report_legs(
             );
         }
         if report.other_runs > 0 {
-            println!(
+            say!(
                 "note: {} results of other runs in {} were not judged",
                 report.other_runs,
                 dir.display()
@@ -97,7 +97,7 @@ pub fn report_legs(
         }
         if running_on_github() {
             for line in github_annotations(&report) {
-                println!("{line}");
+                say_always!("{line}");
             }
         }
         for cell in report.verdict.gating_regressions() {
@@ -110,7 +110,7 @@ pub fn report_legs(
             Gate::Instructions => report.verdict.instruction_regressions().count(),
             Gate::Warn | Gate::Every => report.verdict.gating_regressions().count(),
         };
-        println!(
+        say!(
             "reports: {}\n         {}\n         {}",
             written.markdown.display(),
             written.html.display(),

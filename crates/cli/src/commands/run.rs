@@ -4,11 +4,15 @@
 use crate::args::{regression_policy, Judging, Selection};
 use crate::commands::report::report_legs;
 use anyhow::Result;
-use indicatif::{ProgressBar, ProgressStyle};
-use ipc_matrix::format::{summary_table, verdict_line};
+use ipc_matrix::format::{numbered_verdict_line, summary_table};
+use ipc_matrix::progress::{previous_seconds, Plan, Progress};
 use ipc_matrix::reporting::baselines_dir;
-use ipc_matrix::{default_out_dir, exit_code, run_and_store, RunFolder, Stored};
-use ipc_matrix_results::{Environment, Failure, FailureKind};
+use ipc_matrix::term::{console, MessageFormat, JSON_FORMAT_VERSION};
+use ipc_matrix::{
+    default_out_dir, exit_code, run_and_store, say, say_always, say_verbose, RunFolder, Stored,
+};
+use ipc_matrix_report::units::nanos;
+use ipc_matrix_results::{CellResult, Environment, Failure, FailureKind};
 use ipc_matrix_scenario::RunOptions;
 use ipc_matrix_spec::Cell;
 use std::io::IsTerminal;
@@ -20,61 +24,139 @@ pub fn run(
     fail_fast: bool,
     judging: Judging,
 ) -> Result<u8> {
-    selection.cells().and_then(|cells| {
-        let out = out.unwrap_or_else(|| default_out_dir(Path::new(".")));
-        let environment = Environment::capture();
-        let leg = environment.leg();
-        // Before any cell runs: the folder is writable, and no other run writes into it.
-        let folder = RunFolder::claim(&out, &leg, &selection.profile)?;
-        for path in folder.removed() {
-            println!(
-                "removed a temporary file of a crashed write: {}",
-                path.display()
-            );
-        }
-        let options = RunOptions::from_env().map_err(anyhow::Error::msg)?;
-        let code = run_cells(&cells, &out, &options, fail_fast)?;
-        if !environment.is_optimized() {
-            return Ok(code); // nothing was stored to judge
-        }
+    let cells = selection.cells()?;
+    let out = out.unwrap_or_else(|| default_out_dir(&selection.root()));
+    let environment = Environment::capture();
+    let leg = environment.leg();
+    // Before any cell runs: the folder is writable, and no other run writes into it.
+    let folder = RunFolder::claim(&out, &leg, &selection.profile)?;
+    for path in folder.removed() {
+        say!(
+            "removed a temporary file of a crashed write: {}",
+            path.display()
+        );
+    }
+    let mut options = RunOptions::from_env().map_err(anyhow::Error::msg)?;
+    let baselines = baselines_dir(judging.baselines.clone(), &selection.matrix);
+    say_verbose!("matrix:      {}", selection.matrix.display());
+    say_verbose!("results:     {}", folder.dir().join("cells").display());
+    say_verbose!("baselines:   {}", baselines.display());
+    say_verbose!(
+        "environment: {}, {} CPUs, kernel {}, {}, {}, build {} (opt-level {})",
+        environment.cpu_model,
+        environment.logical_cores,
+        environment.kernel,
+        environment.rustc,
+        leg,
+        environment.build_profile,
+        environment.opt_level
+    );
+    json_line(serde_json::json!({
+        "type": "run-started",
+        "version": JSON_FORMAT_VERSION,
+        "run_id": options.run_id,
+        "leg": leg,
+        "profile": selection.profile,
+        "cells": cells.len(),
+        "matrix": absolute(&selection.matrix),
+        "results_dir": absolute(&folder.dir().join("cells")),
+    }));
+    let ran = run_cells(&cells, &out, &mut options, fail_fast, folder.dir())?;
+    let judged = if environment.is_optimized() {
         let policy = regression_policy(&selection.matrix, &selection.profile)?;
-        let baselines = baselines_dir(judging.baselines.clone(), &selection.matrix);
-        let judged = report_legs(
+        report_legs(
             &out,
             &baselines,
-            &[leg],
+            std::slice::from_ref(&leg),
             &selection.profile,
             (policy, judging.gate()),
             Some(&options.run_id),
-        )?;
-        Ok(code.max(judged))
-    })
+        )?
+    } else {
+        exit_code::OK // nothing was stored to judge
+    };
+    let code = ran.code.max(judged);
+    let failed = ran.results.iter().filter(|r| !r.outcome.passed).count();
+    let not_run = cells.len() - ran.results.len();
+    json_line(serde_json::json!({
+        "type": "run-finished",
+        "version": JSON_FORMAT_VERSION,
+        "run_id": options.run_id,
+        "leg": leg,
+        "profile": selection.profile,
+        "cells": cells.len(),
+        "passed": ran.results.len() - failed,
+        "failed": failed,
+        "not_run": not_run,
+        "not_stored": ran.not_stored,
+        "exit_code": code,
+        "results_dir": (ran.not_stored == 0).then(|| absolute(&folder.dir().join("cells"))),
+    }));
+    say_always!(
+        "run {}: {} cells: {} passed, {failed} failed{}",
+        options.run_id,
+        ran.results.len(),
+        ran.results.len() - failed,
+        if not_run > 0 {
+            format!(", {not_run} not run (--fail-fast)")
+        } else {
+            String::new()
+        }
+    );
+    Ok(code)
 }
 
-fn run_cells(cells: &[Cell], out: &Path, options: &RunOptions, fail_fast: bool) -> Result<u8> {
-    let progress = if std::io::stdout().is_terminal() {
-        let bar = ProgressBar::new(cells.len() as u64);
-        bar.set_style(
-            ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
-                .expect("valid template")
-                .progress_chars("=> "),
-        );
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
+/// What the cells of a run came to.
+struct Ran {
+    results: Vec<CellResult>,
+    code: u8,
+    /// Results of an unoptimized build, not stored.
+    not_stored: usize,
+}
+
+/// `path` from the root, for tools that run elsewhere.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// One line of JSON on stdout, under `--message-format json`.
+fn json_line(value: serde_json::Value) {
+    if console().format == MessageFormat::Json {
+        println!("{value}");
+    }
+}
+
+fn run_cells(
+    cells: &[Cell],
+    out: &Path,
+    options: &mut RunOptions,
+    fail_fast: bool,
+    run_dir: &Path,
+) -> Result<Ran> {
+    let previous = run_dir.join("cells");
+    let plan = Plan::new(cells, |cell| previous_seconds(&previous, cell));
+    let progress = Progress::new(
+        plan,
+        cells.len(),
+        std::io::stderr().is_terminal(),
+        console().color,
+    );
+    options.progress = progress.hook();
     for path in ipc_matrix::remove_stale_artifacts_once() {
-        println!("removed a leftover of a crashed run: {}", path.display());
+        say!("removed a leftover of a crashed run: {}", path.display());
     }
     let mut results = Vec::new();
     let mut not_stored = 0;
     let mut lost = 0;
-    for cell in cells {
-        progress.set_message(cell.id.clone());
+    for (index, cell) in cells.iter().enumerate() {
+        progress.start(index, &cell.id);
         let (mut result, stored) = run_and_store(cell, options, out);
-        match stored {
-            Stored::At(_) => {}
-            Stored::NotOptimized => not_stored += 1,
+        let file = match stored {
+            Stored::At(path) => Some(path),
+            Stored::NotOptimized => {
+                not_stored += 1;
+                None
+            }
             // A result that is not on disk cannot be judged or reported: the cell fails.
             Stored::Failed(e) => {
                 lost += 1;
@@ -84,55 +166,133 @@ fn run_cells(cells: &[Cell], out: &Path, options: &RunOptions, fail_fast: bool) 
                     round_trip: None,
                     reason: format!("its result could not be stored: {e}"),
                 });
-                eprintln!("error: the result of {} was not stored: {e}", cell.id);
+                progress
+                    .suspend(|| eprintln!("error: the result of {} was not stored: {e}", cell.id));
+                None
             }
-        }
-        let line = verdict_line(&result);
-        if progress.is_hidden() {
-            println!("{line}");
-        } else {
-            progress.println(line);
-        }
-        progress.inc(1);
+        };
+        progress.finish(index);
+        let place = (index + 1, cells.len());
+        progress.suspend(|| {
+            let line = numbered_verdict_line(&result, Some(place));
+            if result.outcome.passed {
+                say!("{line}");
+            } else {
+                say_always!("{line}");
+            }
+            for detail in details(&result, file.as_deref()) {
+                say_verbose!("    {detail}");
+            }
+            json_line(cell_event(&result, place, file.as_deref()));
+        });
         let failed = !result.outcome.passed;
         results.push(result);
         if failed && fail_fast {
             break;
         }
     }
-    progress.finish_and_clear();
+    progress.clear();
 
-    println!("{}", summary_table(&results));
-    let failed = results.iter().filter(|r| !r.outcome.passed).count();
+    say!("{}", summary_table(&results));
     let run_dir = results
         .first()
         .map(|r| ipc_matrix_results::run_dir(out, &r.leg, &r.cell.profile))
         .unwrap_or_default();
     if not_stored > 0 {
-        println!(
+        say!(
             "note: this is an unoptimized build; its {not_stored} results were not stored. \
              Build with --release to keep timings."
         );
     } else {
-        println!("results: {}", run_dir.join("cells").display());
+        say!("results: {}", run_dir.join("cells").display());
     }
     if lost > 0 {
-        println!("{lost} results could not be stored; those cells count as failed");
+        say_always!("{lost} results could not be stored; those cells count as failed");
     }
-    println!(
-        "run {}: {} cells: {} passed, {failed} failed{}",
-        options.run_id,
-        results.len(),
-        results.len() - failed,
-        if results.len() < cells.len() {
-            format!(", {} not run (--fail-fast)", cells.len() - results.len())
+    let failed = results.iter().any(|r| !r.outcome.passed);
+    Ok(Ran {
+        results,
+        code: if failed {
+            exit_code::CELL_FAILED
         } else {
-            String::new()
-        }
+            exit_code::OK
+        },
+        not_stored,
+    })
+}
+
+/// What `--verbose` adds under a cell's line: where it ran, the machine probes, its floor,
+/// how long it took and where its result is.
+fn details(result: &CellResult, file: Option<&Path>) -> Vec<String> {
+    let mut lines = Vec::new();
+    let or_dash = |ns: Option<u64>| ns.map_or_else(|| "-".to_string(), nanos);
+    let cpus = match (result.placement.measurer_cpu, result.placement.peer_cpu) {
+        (Some(m), Some(p)) => format!("measuring on CPU {m}, peer on CPU {p}"),
+        (Some(m), None) => format!("measuring on CPU {m}"),
+        _ => "CPUs left to the scheduler".to_string(),
+    };
+    let pressure = result
+        .cpu_pressure
+        .map_or_else(String::new, |p| format!("; CPU pressure {p:.2}"));
+    lines.push(format!(
+        "{cpus}; a cache line between them {} before, {} after{pressure}",
+        or_dash(result.core_to_core_ns),
+        or_dash(result.core_to_core_after_ns),
+    ));
+    if let Some(floor) = &result.floor {
+        lines.push(format!(
+            "floor: {} {} over {} round trips of {} B",
+            floor.probe,
+            nanos(floor.p50_ns),
+            floor.round_trips,
+            floor.payload_bytes
+        ));
+    }
+    let mut took = format!(
+        "{} round trips measured, {} lost, first {}; took {:.2} s",
+        result.measured_round_trips,
+        result.lost,
+        or_dash(result.first_round_trip_ns),
+        result.wall_seconds
     );
-    Ok(if failed > 0 {
-        exit_code::CELL_FAILED
-    } else {
-        exit_code::OK
+    if let Some(delay) = result.peer_delay_us {
+        took.push_str(&format!("; peer slowed by {delay} us a reply"));
+    }
+    lines.push(took);
+    if let Some(file) = file {
+        lines.push(format!("result: {}", file.display()));
+    }
+    lines
+}
+
+/// The `cell-finished` event of `--message-format json`.
+fn cell_event(
+    result: &CellResult,
+    (index, total): (usize, usize),
+    file: Option<&Path>,
+) -> serde_json::Value {
+    let l = result.latency_ns;
+    serde_json::json!({
+        "type": "cell-finished",
+        "version": JSON_FORMAT_VERSION,
+        "run_id": result.run_id,
+        "index": index,
+        "total": total,
+        "id": result.cell.id,
+        "kind": result.cell.kind().as_str(),
+        "transport": result.cell.transport_label(),
+        "payload_bytes": result.cell.payload_bytes,
+        "passed": result.outcome.passed,
+        "failure": result.outcome.failure,
+        "measured_round_trips": result.measured_round_trips,
+        "lost": result.lost,
+        "p50_ns": l.map(|l| l.p50),
+        "p99_ns": l.map(|l| l.p99),
+        "max_ns": l.map(|l| l.max),
+        "floor_probe": result.floor.map(|f| f.probe),
+        "floor_p50_ns": result.floor.map(|f| f.p50_ns),
+        "floor_ratio": result.floor.and_then(|f| f.ratio),
+        "wall_seconds": result.wall_seconds,
+        "result_file": file.map(absolute),
     })
 }

@@ -1,0 +1,89 @@
+//! Where the project is: the matrix file named by `--matrix`, else the nearest
+//! `matrix.yaml` in the current folder or a folder above it, as cargo finds `Cargo.toml`.
+//! The folder of the matrix file is the project root: results (`target/ipc-matrix`,
+//! unless `CARGO_TARGET_DIR` says otherwise) and baselines (`baselines/`) default to
+//! folders in it, wherever the command is started from.
+
+use std::path::{Path, PathBuf};
+
+/// The name looked for.
+pub const MATRIX_FILE: &str = "matrix.yaml";
+
+/// The nearest `matrix.yaml` in `start` or a folder above it.
+pub fn find_matrix(start: &Path) -> Result<PathBuf, String> {
+    start
+        .ancestors()
+        .map(|dir| dir.join(MATRIX_FILE))
+        .find(|file| file.is_file())
+        .ok_or_else(|| {
+            format!(
+                "could not find {MATRIX_FILE} in {} or any folder above it; give the matrix file with --matrix FILE",
+                start.display()
+            )
+        })
+}
+
+/// The matrix file: `explicit` when given, else the nearest one from the current folder.
+pub fn matrix_file(explicit: Option<&Path>) -> Result<PathBuf, String> {
+    match explicit {
+        Some(file) => Ok(file.to_path_buf()),
+        None => {
+            let here = std::env::current_dir()
+                .map_err(|e| format!("the current folder cannot be read: {e}"))?;
+            find_matrix(&here)
+        }
+    }
+}
+
+/// The project root: the folder the matrix file is in (`.` for a bare file name).
+pub fn project_root(matrix: &Path) -> PathBuf {
+    match matrix.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("ipc-matrix-project-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("a/b/c")).unwrap();
+        dir
+    }
+
+    #[test]
+    fn the_nearest_matrix_file_above_is_found() {
+        let dir = scratch("found");
+        std::fs::write(dir.join(MATRIX_FILE), "").unwrap();
+        std::fs::write(dir.join("a/b").join(MATRIX_FILE), "").unwrap();
+        assert_eq!(
+            find_matrix(&dir.join("a/b/c")),
+            Ok(dir.join("a/b").join(MATRIX_FILE))
+        );
+        assert_eq!(find_matrix(&dir.join("a")), Ok(dir.join(MATRIX_FILE)));
+        assert_eq!(find_matrix(&dir), Ok(dir.join(MATRIX_FILE)));
+        // A folder of that name is not a matrix file.
+        std::fs::remove_file(dir.join(MATRIX_FILE)).unwrap();
+        std::fs::create_dir(dir.join(MATRIX_FILE)).unwrap();
+        let missing = find_matrix(&dir.join("a")).unwrap_err();
+        assert!(
+            missing.contains(&dir.join("a").display().to_string()),
+            "{missing}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_project_root_is_the_matrix_files_folder() {
+        assert_eq!(project_root(Path::new("matrix.yaml")), PathBuf::from("."));
+        assert_eq!(project_root(Path::new("x/m.yaml")), PathBuf::from("x"));
+        assert_eq!(
+            project_root(Path::new("/p/matrix.yaml")),
+            PathBuf::from("/p")
+        );
+    }
+}
