@@ -102,7 +102,8 @@ enum Command {
         /// Folders to search for results.json (recursively), or results.json files.
         #[arg(required = true, num_args = 1.., value_name = "DIR")]
         paths: Vec<PathBuf>,
-        /// Where to write; default: <target dir>/ipc-matrix/history.
+        /// Where to write; default: <target dir>/ipc-matrix/history, the target dir next to
+        /// the nearest matrix.yaml (or in the current folder when there is none).
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
         /// Only this leg (`<triple>@<runner>`); repeatable.
@@ -207,6 +208,17 @@ fn resolve(command: &mut Command) -> anyhow::Result<()> {
         | Command::Baseline {
             action: BaselineAction::Accept { stored, .. },
         } => stored.resolve(),
+        Command::History { out, .. } => {
+            // History reads results from anywhere: it needs no matrix file, but writes
+            // next to one when there is one above, as the other commands do.
+            if out.is_none() {
+                let root = ipc_matrix::project::matrix_file(None)
+                    .map(|m| ipc_matrix::project::project_root(&m))
+                    .unwrap_or_else(|_| PathBuf::from("."));
+                *out = Some(ipc_matrix::default_out_dir(&root).join("history"));
+            }
+            Ok(())
+        }
         Command::Matrix { matrix, .. } => {
             *matrix = Some(
                 ipc_matrix::project::matrix_file(matrix.as_deref()).map_err(anyhow::Error::msg)?,
@@ -237,10 +249,7 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
             out,
         } => commands::report::run(&stored, judging, &compare, out),
         Command::History { paths, out, leg } => {
-            let out = out.unwrap_or_else(|| {
-                ipc_matrix::default_out_dir(std::path::Path::new(".")).join("history")
-            });
-            commands::history::run(&paths, &out, &leg)
+            commands::history::run(&paths, &out.expect("resolved"), &leg)
         }
         Command::Baseline {
             action:

@@ -2,7 +2,7 @@
 //! successive commits) as per-cell trends: `history.md` and `history.html`.
 
 use anyhow::{bail, Context, Result};
-use ipc_matrix::exit_code;
+use ipc_matrix::{exit_code, say, say_always};
 use ipc_matrix_report::history::{self, Run, StoredReport, READABLE_SCHEMAS};
 use std::path::{Path, PathBuf};
 
@@ -74,13 +74,13 @@ pub fn run(paths: &[PathBuf], out: &Path, legs: &[String]) -> Result<u8> {
     let (md, page) = history::write(out, &legs, &skipped)
         .with_context(|| format!("writing the history into {}", out.display()))?;
     for note in &skipped {
-        eprintln!("note: {note}");
+        say!("note: {note}");
     }
     let plural = |n: usize, word: &str| match n {
         1 => format!("1 {word}"),
         n => format!("{n} {word}s"),
     };
-    println!(
+    say_always!(
         "history of {} over {}: {} and {}",
         plural(count, "run"),
         plural(legs.len(), "leg"),
