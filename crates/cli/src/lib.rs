@@ -2,7 +2,6 @@
 //! and storing its result, and the one-line verdict printed for it.
 
 pub mod format;
-pub mod github;
 pub mod reporting;
 mod run_folder;
 
