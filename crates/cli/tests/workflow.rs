@@ -10,6 +10,7 @@
 
 mod common;
 
+use ipc_matrix_spec::github::job_matrix;
 use ipc_matrix_spec::{Runner, Spec};
 use regex::Regex;
 use serde_yaml::{Mapping, Value};
@@ -43,6 +44,11 @@ fn printed_job_matrix(name: &str, matrix_yaml: &str) -> serde_json::Value {
     );
     let stdout = String::from_utf8(output.stdout).expect("UTF-8");
     assert_eq!(stdout.trim_end().lines().count(), 1, "one line: {stdout}");
+    // What the plan job's `ipc-matrix-legs` prints (its own tests hold it to the same
+    // function): the CLI and the small binary cannot drift apart.
+    let spec = Spec::parse(matrix_yaml, Path::new("matrix.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    let library = job_matrix(&spec).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stdout, format!("{}\n", library.to_json()));
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }
 
