@@ -1,6 +1,7 @@
 //! One module per subcommand of `ipc-matrix`.
 
 pub mod baseline;
+pub mod blocking;
 pub mod list;
 pub mod matrix;
 pub mod probe;
