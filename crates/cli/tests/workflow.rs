@@ -701,7 +701,7 @@ fn check_plan_is_small(plan: &Value, problems: &mut Vec<String>) {
                 problems.push(format!(
                     "jobs.plan: `{}` builds more than ipc-matrix-spec (the ipc-matrix binary's \
                      graph), for a line of JSON",
-                    command.trim()
+                    command.trim().trim_end_matches([')', '"'])
                 ));
             }
         }
