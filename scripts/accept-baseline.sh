@@ -24,6 +24,9 @@ else
   scripts/setup-target.sh "$triple"
   ensure_count_plugin # the emulated cells count guest instructions as they run
 fi
+# `ipc_matrix` runs the CLI of the build the cells ran from: the --target build of the
+# timing cells, or for a count pass the host build that scripts/test.sh makes too.
+[ "$count_pass" = 1 ] || export IPC_MATRIX_TARGET="$triple"
 profile="$(suite_profile)"
 for run in $(seq 1 "$runs"); do
   say "run $run of $runs: the timing cells of $leg ($profile)"

@@ -25,5 +25,12 @@ say "count pass: the cells of $triple under qemu-$arch (leg $triple@qemu)"
 # Cells only, unless told otherwise: the fault tests prove checks, which the native pass
 # already did.
 [ $# -gt 0 ] || set -- -E 'not test(/^fault::/)'
+# The native suite's own build, so nothing compiles twice: its --target, if it had one
+# (IPC_MATRIX_TARGET), and the workspace selected (`-p ipc-matrix` alone would resolve
+# some dependencies' features otherwise and compile them, and the CLI, again).
+suite_target_args
+if [ -n "${IPC_MATRIX_TARGET:-}" ] && [ "$IPC_MATRIX_TARGET" != "$triple" ]; then
+  die "IPC_MATRIX_TARGET is $IPC_MATRIX_TARGET, but this is the count pass of $triple"
+fi
 env "$var=$PWD/scripts/qemu-run $arch $arch-linux-gnu" IPC_MATRIX_EMULATE_NATIVE=1 \
-  cargo nextest run --locked -p ipc-matrix --test matrix --profile ci "$@"
+  cargo nextest run --locked --workspace --test matrix --profile ci "${suite_target[@]}" "$@"

@@ -7,14 +7,33 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 repo_root() { cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd; }
 
-# Rust through rustup, if cargo is missing (a fresh Debian/Ubuntu machine).
+# Rust through rustup, with the toolchain rust-toolchain.toml pins and its components
+# (clippy, rustfmt). On a fresh Debian/Ubuntu machine rustup comes first, without a
+# default toolchain: the pinned one is the only one this repository builds with.
+# Run from the repository root (where rust-toolchain.toml is).
 ensure_rust() {
-  if command -v cargo >/dev/null 2>&1; then return; fi
-  [ -x "$HOME/.cargo/bin/cargo" ] && { export PATH="$HOME/.cargo/bin:$PATH"; return; }
-  command -v curl >/dev/null 2>&1 || die "cargo is missing and so is curl; install curl (apt-get install curl) or Rust (https://rustup.rs)"
-  say "installing Rust with rustup (stable, minimal profile)"
-  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal --component clippy,rustfmt
-  export PATH="$HOME/.cargo/bin:$PATH"
+  if ! command -v rustup >/dev/null 2>&1; then
+    if [ -x "$HOME/.cargo/bin/rustup" ]; then
+      export PATH="$HOME/.cargo/bin:$PATH"
+    elif command -v cargo >/dev/null 2>&1; then
+      say "cargo without rustup: rust-toolchain.toml is not applied; building with $(cargo --version)"
+      return
+    else
+      command -v curl >/dev/null 2>&1 || die "cargo is missing and so is curl; install curl (apt-get install curl) or Rust (https://rustup.rs)"
+      say "installing rustup (the toolchain itself is the one rust-toolchain.toml pins)"
+      curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal --default-toolchain none
+      export PATH="$HOME/.cargo/bin:$PATH"
+    fi
+  fi
+  # rustup would install the pinned toolchain on the first cargo call (not its missing
+  # components, and nothing with RUSTUP_AUTO_INSTALL=0); asked for here, both come
+  # either way. `rustup toolchain install` alone reads rust-toolchain.toml (rustup 1.28+).
+  if ! rustup show active-toolchain >/dev/null 2>&1 ||
+    ! cargo clippy --version >/dev/null 2>&1 || ! cargo fmt --version >/dev/null 2>&1; then
+    say "installing the toolchain rust-toolchain.toml pins, with clippy and rustfmt"
+    rustup toolchain install ||
+      die "rustup toolchain install failed (a rustup older than 1.28 needs: rustup self update)"
+  fi
 }
 
 # cargo-nextest, if missing: a prebuilt binary is not assumed, so it is built once.
@@ -24,8 +43,45 @@ ensure_nextest() {
   cargo install --locked cargo-nextest
 }
 
-# The ipc-matrix CLI, built with the test profile like the suite, so nothing compiles twice.
-ipc_matrix() { cargo run --locked --quiet --profile test -p ipc-matrix -- "$@"; }
+# The cargo target the suite was built for: IPC_MATRIX_TARGET where it ran with
+# `--target` (the GitHub legs, scripts/test-target.sh), else none: the host build of
+# scripts/test.sh. Sets the array `suite_target` to the cargo arguments.
+suite_target_args() {
+  suite_target=()
+  if [ -n "${IPC_MATRIX_TARGET:-}" ]; then suite_target=(--target "$IPC_MATRIX_TARGET"); fi
+}
+
+# The runner .cargo/config.toml names for a target (or CARGO_TARGET_<TRIPLE>_RUNNER), as
+# words on one line; nothing for a target without one (run natively).
+cargo_runner() {
+  local var
+  var="CARGO_TARGET_$(printf '%s' "$1" | tr 'a-z.-' 'A-Z__')_RUNNER"
+  if [ -n "${!var:-}" ]; then
+    printf '%s\n' "${!var}"
+    return
+  fi
+  sed -n "/^\[target\.$1\]/,/^\[/s/^runner *= *\[\(.*\)\]/\1/p" "$(repo_root)/.cargo/config.toml" |
+    tr -d '",'
+}
+
+# The ipc-matrix CLI of the suite's own build, so nothing compiles twice. `cargo test
+# --no-run` with the selection nextest builds (the workspace, the test profile, the
+# suite's --target) finds every unit fresh after the suite; the binary it holds then
+# runs, through the target's runner (QEMU for an emulated target: the report is the
+# same, only slower). `cargo run -p ipc-matrix` would compile again: the whole graph
+# into another folder without the suite's --target, and even with it the units whose
+# features differ when only this package is selected (rustix, crossterm, comfy-table,
+# the CLI). The counting plugin stays out of the report's process.
+ipc_matrix() {
+  local suite_target runner=() bin="${CARGO_TARGET_DIR:-target}"
+  suite_target_args
+  if [ -n "${IPC_MATRIX_TARGET:-}" ]; then
+    bin="$bin/$IPC_MATRIX_TARGET"
+    read -r -a runner <<<"$(cargo_runner "$IPC_MATRIX_TARGET")"
+  fi
+  cargo test --no-run --locked --quiet --workspace "${suite_target[@]}"
+  IPC_MATRIX_COUNT=off "${runner[@]}" "$bin/debug/ipc-matrix" "$@"
+}
 
 # The QEMU plugin that counts guest instructions (crates/qemu-count), built for this
 # machine; scripts/qemu-run loads it when it exists.

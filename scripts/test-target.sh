@@ -18,6 +18,8 @@ say "cargo nextest run --profile ci --target $triple"
 cargo nextest run --locked --workspace --profile ci --target "$triple" "$@" || first_failure $?
 cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$triple.xml" || true
 if [ "$triple" = "$(rustc -vV | sed -n 's/^host: //p')" ]; then leg="$triple@native"; else leg="$triple@qemu"; fi
+# The reports run the CLI of the suite just built for $triple (lib.sh ipc_matrix).
+export IPC_MATRIX_TARGET="$triple"
 write_reports "$leg" || first_failure $?
 say "JUnit: target/nextest/ci/junit-$triple.xml; reports: target/ipc-matrix/$leg/$(suite_profile)/"
 exit "$status"

@@ -1,6 +1,7 @@
 //! One module per subcommand of `ipc-matrix`.
 
 pub mod baseline;
+pub mod blocking;
 pub mod history;
 pub mod list;
 pub mod matrix;

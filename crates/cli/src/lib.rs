@@ -3,7 +3,6 @@
 
 pub mod commit;
 pub mod format;
-pub mod github;
 pub mod progress;
 pub mod project;
 pub mod reporting;

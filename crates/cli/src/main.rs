@@ -89,11 +89,19 @@ enum Command {
         /// (shown by architecture: x86_64, aarch64, s390x, armv7, riscv64, ppc64le):
         /// instruction counts per architecture, native timings with ratios to the first
         /// native leg; writes comparison.md and comparison.html.
-        #[arg(long, num_args = 2.., value_name = "DIR", conflicts_with_all = ["leg", "strict", "strict_instructions"])]
-        compare: Vec<PathBuf>,
+        #[arg(long, num_args = 0.., value_name = "DIR", conflicts_with_all = ["leg", "strict", "strict_instructions"])]
+        compare: Option<Vec<PathBuf>>,
         /// Where --compare writes; default: <results>/compare.
         #[arg(long, value_name = "DIR", requires = "compare")]
         out: Option<PathBuf>,
+        /// With --compare, also the merge gate over the folders' results.json: exit 3 when
+        /// a leg that blocks merges regressed (a target with `blocks_merge: true` in the
+        /// matrix file, and the instruction-count pass `<triple>@qemu` of a blocking native
+        /// target; instruction counts gate, round trips where the profile is strict), else
+        /// 1 when such a leg of --profile has no results.json among the folders. Any
+        /// number of folders then; those without cell results are gated, not compared.
+        #[arg(long, requires = "compare")]
+        fail_on_blocking_regressions: bool,
     },
     /// Draw per-cell trends from several runs' results.json (for example the artifacts of
     /// successive commits), ordered by time and labelled by commit, with the baseline's
@@ -247,7 +255,14 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
             judging,
             compare,
             out,
-        } => commands::report::run(&stored, judging, &compare, out),
+            fail_on_blocking_regressions,
+        } => commands::report::run(
+            &stored,
+            judging,
+            compare.as_deref(),
+            out,
+            fail_on_blocking_regressions,
+        ),
         Command::History { paths, out, leg } => {
             commands::history::run(&paths, &out.expect("resolved"), &leg)
         }

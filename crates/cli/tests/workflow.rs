@@ -2,14 +2,18 @@
 //! script: every target declared in matrix.yaml can run in each of them.
 //!
 //! The workflow is read as YAML and checked by [`workflow_problems`]: the legs come from
-//! the plan job's output (which the CLI prints from matrix.yaml), each leg's target from
-//! `matrix.target`, `continue-on-error` from `matrix.blocks_merge`, results are uploaded
-//! whatever became of the tests, and every action is pinned by commit. That the check
-//! can fail is shown by feeding it broken copies of the workflow
-//! ([`every_breakage_of_the_workflow_is_caught`]).
+//! the plan job's output (which `ipc-matrix-legs` prints from matrix.yaml, building the
+//! spec crate only), each leg's target from `matrix.target`, `continue-on-error` from
+//! `matrix.blocks_merge`, results are uploaded whatever became of the tests, every action
+//! is one of the known Node 24 releases pinned by commit with its release in a comment,
+//! nextest comes prebuilt, each leg's cache is keyed by the rustc version and saved
+//! whatever became of the tests, the count pass and the reports reuse the leg's build,
+//! and the side-by-side job runs the merge gate. That the check can fail is shown by
+//! feeding it broken copies of the workflow ([`every_breakage_of_the_workflow_is_caught`]).
 
 mod common;
 
+use ipc_matrix_spec::github::job_matrix;
 use ipc_matrix_spec::{Runner, Spec};
 use regex::Regex;
 use serde_yaml::{Mapping, Value};
@@ -43,6 +47,11 @@ fn printed_job_matrix(name: &str, matrix_yaml: &str) -> serde_json::Value {
     );
     let stdout = String::from_utf8(output.stdout).expect("UTF-8");
     assert_eq!(stdout.trim_end().lines().count(), 1, "one line: {stdout}");
+    // What the plan job's `ipc-matrix-legs` prints (its own tests hold it to the same
+    // function): the CLI and the small binary cannot drift apart.
+    let spec = Spec::parse(matrix_yaml, Path::new("matrix.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    let library = job_matrix(&spec).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stdout, format!("{}\n", library.to_json()));
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }
 
@@ -109,10 +118,22 @@ const BREAKAGES: &[(&str, &str, &str, &str)] = &[
         "writes no `legs=` line to $GITHUB_OUTPUT",
     ),
     (
-        "the legs written are not the CLI's",
-        "-- matrix --github)\"",
-        "-- list)\"",
-        "not printed by `ipc-matrix matrix --github`",
+        "the legs written come from another binary",
+        "--bin ipc-matrix-legs)",
+        "--bin ipc-matrix-list)",
+        "not printed by `ipc-matrix-legs`",
+    ),
+    (
+        "the plan job builds the ipc-matrix binary to print the legs",
+        "-p ipc-matrix-spec --bin ipc-matrix-legs)",
+        "-p ipc-matrix -- matrix --github)",
+        "builds more than ipc-matrix-spec",
+    ),
+    (
+        "the plan job builds the whole workspace first",
+        "        run: |\n          legs=",
+        "        run: |\n          cargo build --locked\n          legs=",
+        "builds more than ipc-matrix-spec",
     ),
     (
         "the plan job's outputs do not map the step's",
@@ -254,25 +275,25 @@ const BREAKAGES: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "the comparison written is not the one uploaded",
-        "--out side-by-side \\",
-        "--out compared \\",
+        "--out side-by-side --compare",
+        "--out compared --compare",
         "side-by-side",
     ),
     (
         "an action is pinned by a tag",
-        "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683",
+        "actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1",
         "actions/checkout@v4",
         "not pinned by a 40-hex commit",
     ),
     (
         "an action in the side-by-side job is pinned by a short commit",
-        "actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093",
-        "actions/download-artifact@d3f86a1",
+        "actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c",
+        "actions/download-artifact@3e5f45b",
         "not pinned by a 40-hex commit",
     ),
     (
         "an action is pinned by a branch",
-        "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2\n        with:\n          name: side-by-side",
+        "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f # v7.0.0\n        with:\n          name: side-by-side",
         "actions/upload-artifact@main\n        with:\n          name: side-by-side",
         "not pinned by a 40-hex commit",
     ),
@@ -293,6 +314,174 @@ const BREAKAGES: &[(&str, &str, &str, &str)] = &[
         "    timeout-minutes: 60\n",
         "",
         "timeout-minutes",
+    ),
+    (
+        "an action stays on its Node 20 release",
+        "actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1 # v7.0.1",
+        "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2",
+        "not the known Node 24 pin of actions/checkout",
+    ),
+    (
+        "an action nobody checked",
+        "actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c # v8.0.1",
+        "some-one/download@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c # v8.0.1",
+        "not one of the known Node 24 pins",
+    ),
+    (
+        "a pin without its release in a comment",
+        "actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c # v8.0.1",
+        "actions/download-artifact@3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c",
+        "version comment must be `# v8.0.1`",
+    ),
+    (
+        "a pin whose comment names another release",
+        "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f # v7.0.0",
+        "actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f # v6.0.0",
+        "version comment must be `# v7.0.0`",
+    ),
+    (
+        "nextest falls back to another installer",
+        "          fallback: none\n",
+        "",
+        "fallback: none",
+    ),
+    (
+        "install-action installs another tool than nextest",
+        "tool: cargo-nextest@${{ env.NEXTEST_VERSION }}",
+        "tool: cargo-hack",
+        "cargo-nextest is not installed with taiki-e/install-action",
+    ),
+    (
+        "nextest of another version than NEXTEST_VERSION",
+        "tool: cargo-nextest@${{ env.NEXTEST_VERSION }}",
+        "tool: cargo-nextest",
+        "not `cargo-nextest@${{ env.NEXTEST_VERSION }}`",
+    ),
+    (
+        "nextest is compiled on every leg",
+        "      - name: Install protoc, capnp and pyzmq (the interop tests' reference peers)\n        run: |\n",
+        "      - name: Install protoc, capnp and pyzmq (the interop tests' reference peers)\n        run: |\n          cargo install --locked cargo-nextest\n",
+        "builds cargo-nextest with `cargo install`",
+    ),
+    (
+        "the cache key leaves the compiler out",
+        "key: ${{ matrix.leg }}-${{ runner.arch }}-rustc-${{ steps.rust.outputs.rustc }}-${{ hashFiles('Cargo.lock') }}",
+        "key: ${{ matrix.leg }}-${{ runner.arch }}-${{ hashFiles('Cargo.lock') }}",
+        "must hold the rustc version",
+    ),
+    (
+        "the restore keys leave the compiler out",
+        "restore-keys: ${{ matrix.leg }}-${{ runner.arch }}-rustc-${{ steps.rust.outputs.rustc }}-",
+        "restore-keys: ${{ matrix.leg }}-${{ runner.arch }}-",
+        "must hold the rustc version",
+    ),
+    (
+        "the version in the key is not rustc's",
+        "echo \"rustc=$(rustc -vV |",
+        "echo \"rustc=$(date |",
+        "must hold the rustc version",
+    ),
+    (
+        "one cache for every leg",
+        "key: ${{ matrix.leg }}-${{ runner.arch }}-rustc",
+        "key: ${{ runner.arch }}-rustc",
+        "not per leg",
+    ),
+    (
+        "the combined cache action, which saves only after success",
+        "uses: actions/cache/restore@27d5ce7f107fe9357f9df03efb73ab90386fccae # v5.0.5",
+        "uses: actions/cache@27d5ce7f107fe9357f9df03efb73ab90386fccae # v5.0.5",
+        "actions/cache saves only when the job succeeds",
+    ),
+    (
+        "the cache is saved only when the tests pass",
+        "        if: always() && steps.cache.outputs.cache-hit != 'true'\n",
+        "        if: steps.cache.outputs.cache-hit != 'true'\n",
+        "actions/cache/save must run with `if: always() && steps.cache.outputs.cache-hit != 'true'`",
+    ),
+    (
+        "the cache is saved again after an exact hit",
+        "        if: always() && steps.cache.outputs.cache-hit != 'true'\n",
+        "        if: always()\n",
+        "actions/cache/save must run with",
+    ),
+    (
+        "the cache is never saved",
+        "        uses: actions/cache/save@27d5ce7f107fe9357f9df03efb73ab90386fccae # v5.0.5\n",
+        "        uses: actions/upload-artifact@bbbca2ddaa5d8feaa63e36b76fdaad77386f024f # v7.0.0\n",
+        "never saves its cache",
+    ),
+    (
+        "the cache is saved under another key",
+        "key: ${{ steps.cache.outputs.cache-primary-key }}",
+        "key: cargo-${{ github.sha }}",
+        "not the key it restored",
+    ),
+    (
+        "the cache holds the results",
+        "            target/release\n",
+        "            target/release\n            target/ipc-matrix\n",
+        "the cache holds target/ipc-matrix",
+    ),
+    (
+        "the whole target folder is cached",
+        "            target/debug\n            target/release\n            target/${{ matrix.target }}/debug\n",
+        "            target\n",
+        "the whole target folder is cached",
+    ),
+    (
+        "the cache leaves the leg's build out",
+        "            target/${{ matrix.target }}/debug\n          key: ${{ matrix.leg }}",
+        "          key: ${{ matrix.leg }}",
+        "the cache leaves out target/${{ matrix.target }}/debug",
+    ),
+    (
+        "the reports are not told the leg's cargo target",
+        "      IPC_MATRIX_TARGET: ${{ matrix.target }}\n",
+        "",
+        "IPC_MATRIX_TARGET is not `${{ matrix.target }}`",
+    ),
+    (
+        "the reports are told another cargo target",
+        "      IPC_MATRIX_TARGET: ${{ matrix.target }}\n",
+        "      IPC_MATRIX_TARGET: ${{ matrix.leg }}\n",
+        "IPC_MATRIX_TARGET is not `${{ matrix.target }}`",
+    ),
+    (
+        "the side-by-side job does not gate",
+        "report --fail-on-blocking-regressions --out",
+        "report --out",
+        "runs no merge gate",
+    ),
+    (
+        "the gate's failure is swallowed",
+        ">> \"$GITHUB_STEP_SUMMARY\"\n      - name: Upload the comparison",
+        ">> \"$GITHUB_STEP_SUMMARY\" || true\n      - name: Upload the comparison",
+        "the gate's failure is ignored",
+    ),
+    (
+        "the gate step may fail",
+        "      - name: Put the legs side by side and gate the merge (job summary)\n",
+        "      - name: Put the legs side by side and gate the merge (job summary)\n        continue-on-error: true\n",
+        "the gate's failure is ignored",
+    ),
+    (
+        "the side-by-side job does not wait for the legs",
+        "  side-by-side:\n    needs: leg\n",
+        "  side-by-side:\n",
+        "does not wait for the legs",
+    ),
+    (
+        "the side-by-side job restores a cache no leg saves",
+        "key: x86_64-unknown-linux-gnu@native-${{ runner.arch }}",
+        "key: x86_64-unknown-linux-gnu@native-${{ runner.os }}",
+        "is not the x86_64-unknown-linux-gnu@native leg's",
+    ),
+    (
+        "the side-by-side job builds the CLI in another folder than the leg's",
+        "--profile test --target \"$HOST\" -p ipc-matrix",
+        "--profile test -p ipc-matrix",
+        "not built as the leg builds it",
     ),
 ];
 
@@ -405,6 +594,18 @@ fn workflow_problems(workflow: &str, spec: &Spec) -> Vec<String> {
         check_uploads(name.as_str().unwrap_or("?"), job, &mut problems);
     }
     check_side_by_side(jobs, &leg_jobs, &mut problems);
+    if let Some(plan) = jobs.get("plan") {
+        check_plan_is_small(plan, &mut problems);
+    }
+    check_pins(workflow, &mut problems);
+    for &(name, job) in &leg_jobs {
+        check_nextest_install(name, job, &mut problems);
+        check_leg_cache(name, job, &mut problems);
+        check_suite_build_reused(name, job, &mut problems);
+    }
+    if let (Some(job), Some(&(_, leg))) = (jobs.get("side-by-side"), leg_jobs.first()) {
+        check_gate(job, leg, spec, &mut problems);
+    }
     problems
 }
 
@@ -456,19 +657,55 @@ fn plan_output(jobs: &Mapping, problems: &mut Vec<String>) -> Option<String> {
         }),
         _ => Some(value.clone()),
     };
-    let from_cli = command.as_deref().is_some_and(|c| {
+    // `ipc-matrix-legs` prints what `ipc-matrix matrix --github` does (the same function;
+    // the_plan_command_prints_... and the spec crate's tests/legs.rs hold both to it).
+    let from_legs = command.as_deref().is_some_and(|c| {
+        let words = shell_words(c.trim_start_matches("$(").trim_end_matches(')'));
         c.starts_with("$(")
-            && c.contains("matrix --github")
-            && (c.contains("-p ipc-matrix --") || c.contains("ipc-matrix matrix"))
+            && words
+                .windows(2)
+                .any(|w| w[0] == "--bin" && w[1] == "ipc-matrix-legs")
     });
-    if !from_cli {
+    if !from_legs {
         problems.push(format!(
-            "the legs the plan step writes (`legs={value}`) are not printed by `ipc-matrix \
-             matrix --github` (from: {command:?})"
+            "the legs the plan step writes (`legs={value}`) are not printed by \
+             `ipc-matrix-legs` (ipc_matrix_spec::github::job_matrix; from: {command:?})"
         ));
         return None;
     }
     Some("fromJSON(needs.plan.outputs.legs)".into())
+}
+
+/// The plan job builds the spec crate only: every cargo command in it selects
+/// `-p ipc-matrix-spec` (none, or another package, builds the ipc-matrix binary's graph:
+/// libzmq from source, Cap'n Proto, ... for a line of JSON).
+fn check_plan_is_small(plan: &Value, problems: &mut Vec<String>) {
+    for line in steps_of(plan)
+        .iter()
+        .filter_map(|s| str_of(&s["run"]))
+        .flat_map(shell_lines)
+    {
+        for command in line
+            .split("$(")
+            .filter(|c| c.trim_start().starts_with("cargo "))
+        {
+            let words = shell_words(command.trim_end_matches([')', '"']));
+            let builds = words.get(1).is_some_and(|w| {
+                ["build", "run", "test", "nextest", "install"].contains(&w.as_str())
+            });
+            let package = words
+                .windows(2)
+                .find(|w| w[0] == "-p" || w[0] == "--package")
+                .map(|w| w[1].as_str());
+            if builds && package != Some("ipc-matrix-spec") {
+                problems.push(format!(
+                    "jobs.plan: `{}` builds more than ipc-matrix-spec (the ipc-matrix binary's \
+                     graph), for a line of JSON",
+                    command.trim().trim_end_matches([')', '"'])
+                ));
+            }
+        }
+    }
 }
 
 /// A job that runs one leg per matrix entry.
@@ -750,6 +987,418 @@ fn check_side_by_side(jobs: &Mapping, leg_jobs: &[(&str, &Value)], problems: &mu
     }
 }
 
+/// The actions the workflow may use, each at its current release on Node 24 (GitHub
+/// retires Node 20 from its runners), pinned by commit: (action, commit, release,
+/// `runs.using` of that commit's action.yml). Read from each action's repository at that
+/// commit (`git rev-list -n1 <tag>`, `git show <tag>:action.yml`).
+const KNOWN_PINS: &[(&str, &str, &str, &str)] = &[
+    (
+        "actions/checkout",
+        "3d3c42e5aac5ba805825da76410c181273ba90b1",
+        "v7.0.1",
+        "node24",
+    ),
+    (
+        "actions/cache/restore",
+        "27d5ce7f107fe9357f9df03efb73ab90386fccae",
+        "v5.0.5",
+        "node24",
+    ),
+    (
+        "actions/cache/save",
+        "27d5ce7f107fe9357f9df03efb73ab90386fccae",
+        "v5.0.5",
+        "node24",
+    ),
+    (
+        "actions/upload-artifact",
+        "bbbca2ddaa5d8feaa63e36b76fdaad77386f024f",
+        "v7.0.0",
+        "node24",
+    ),
+    (
+        "actions/download-artifact",
+        "3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c",
+        "v8.0.1",
+        "node24",
+    ),
+    // A composite action (bash): no Node at all.
+    (
+        "taiki-e/install-action",
+        "ba47c86ac325773530516bb756137ac718732518",
+        "v2.86.5",
+        "composite",
+    ),
+];
+
+#[test]
+fn every_known_pin_is_a_full_commit_of_a_release_on_node_24() {
+    for &(action, sha, version, using) in KNOWN_PINS {
+        assert!(pinned(&format!("{action}@{sha}")), "{action}@{sha}");
+        assert!(
+            ["node24", "composite"].contains(&using),
+            "{action} {version} runs on {using}"
+        );
+        let digits = version.strip_prefix('v').unwrap_or("");
+        assert!(
+            digits.split('.').count() == 3 && digits.split('.').all(|d| d.parse::<u32>().is_ok()),
+            "{action}: `{version}` is not a release vX.Y.Z"
+        );
+    }
+}
+
+/// Every `uses:` line is one of [`KNOWN_PINS`], with its release in a comment after it
+/// (`uses: owner/repo@<commit> # vX.Y.Z`). Read from the text: YAML drops comments.
+fn check_pins(workflow: &str, problems: &mut Vec<String>) {
+    for (n, line) in workflow.lines().enumerate() {
+        let Some(rest) = line
+            .trim_start()
+            .trim_start_matches("- ")
+            .strip_prefix("uses:")
+        else {
+            continue;
+        };
+        let (uses, comment) = match rest.split_once('#') {
+            Some((u, c)) => (u.trim(), Some(c.trim())),
+            None => (rest.trim(), None),
+        };
+        let uses = uses.trim_matches(['"', '\'']);
+        let (action, sha) = uses.rsplit_once('@').unwrap_or((uses, ""));
+        let at = format!("line {}: `{uses}`", n + 1);
+        let Some(&(_, known, version, using)) = KNOWN_PINS.iter().find(|p| p.0 == action) else {
+            problems.push(format!("{at} is not one of the known Node 24 pins"));
+            continue;
+        };
+        if sha != known {
+            problems.push(format!(
+                "{at} is not the known Node 24 pin of {action} ({version} {known}, {using})"
+            ));
+        }
+        if comment != Some(version) {
+            problems.push(format!(
+                "{at}: its version comment must be `# {version}` (it is {comment:?})"
+            ));
+        }
+    }
+}
+
+/// cargo-nextest comes prebuilt from install-action (checksum verified), its version the
+/// workflow's NEXTEST_VERSION, with no fallback that would build or fetch another way,
+/// before the tests; never `cargo install` (minutes of compiling on every leg).
+fn check_nextest_install(name: &str, job: &Value, problems: &mut Vec<String>) {
+    let steps = steps_of(job);
+    let install = steps.iter().position(|s| {
+        str_of(&s["uses"]).is_some_and(|u| u.starts_with("taiki-e/install-action@"))
+            && str_of(&s["with"]["tool"])
+                .is_some_and(|t| t.starts_with("cargo-nextest") || t.starts_with("nextest"))
+    });
+    let tests = steps
+        .iter()
+        .position(|s| str_of(&s["run"]).is_some_and(|r| r.contains("cargo nextest run")));
+    match install {
+        None => problems.push(format!(
+            "jobs.{name}: cargo-nextest is not installed with taiki-e/install-action \
+             (tool: cargo-nextest@${{{{ env.NEXTEST_VERSION }}}})"
+        )),
+        Some(i) => {
+            let with = &steps[i]["with"];
+            if str_of(&with["tool"]) != Some("cargo-nextest@${{ env.NEXTEST_VERSION }}") {
+                problems.push(format!(
+                    "jobs.{name}.steps[{i}]: tool is {:?}, not \
+                     `cargo-nextest@${{{{ env.NEXTEST_VERSION }}}}`",
+                    str_of(&with["tool"])
+                ));
+            }
+            if str_of(&with["fallback"]) != Some("none") {
+                problems.push(format!(
+                    "jobs.{name}.steps[{i}]: install-action must have `fallback: none` (it \
+                     has {:?}): a missing prebuilt version fails instead of falling back",
+                    str_of(&with["fallback"])
+                ));
+            }
+            if tests.is_some_and(|t| t < i) {
+                problems.push(format!(
+                    "jobs.{name}.steps[{i}]: cargo-nextest is installed after the tests"
+                ));
+            }
+        }
+    }
+    for (i, step) in steps.iter().enumerate() {
+        if str_of(&step["run"])
+            .is_some_and(|r| r.contains("cargo install") && r.contains("nextest"))
+        {
+            problems.push(format!(
+                "jobs.{name}.steps[{i}]: builds cargo-nextest with `cargo install`"
+            ));
+        }
+    }
+}
+
+/// The id of the step that writes `rustc=` to $GITHUB_OUTPUT from `rustc -vV` (or -V).
+fn rustc_step_id(job: &Value) -> Option<String> {
+    steps_of(job).iter().find_map(|s| {
+        let id = str_of(&s["id"])?;
+        shell_lines(str_of(&s["run"])?)
+            .iter()
+            .any(|line| {
+                github_output_value(line, "rustc")
+                    .is_some_and(|v| v.contains("rustc -vV") || v.contains("rustc -V"))
+            })
+            .then(|| id.to_string())
+    })
+}
+
+fn uses_of<'a>(job: &'a Value, action: &str) -> Vec<(usize, &'a Value)> {
+    steps_of(job)
+        .into_iter()
+        .enumerate()
+        .filter(|(_, s)| str_of(&s["uses"]).is_some_and(|u| u.starts_with(&format!("{action}@"))))
+        .collect()
+}
+
+fn path_lines(step: &Value) -> Vec<String> {
+    str_of(&step["with"]["path"])
+        .unwrap_or("")
+        .lines()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// A leg's cache: restored first, keyed per leg by the rustc version and Cargo.lock, the
+/// registry and the leg's build only; saved by the leg whatever became of its tests
+/// (actions/cache saves only after success), under the key it restored.
+fn check_leg_cache(name: &str, job: &Value, problems: &mut Vec<String>) {
+    let at = |i: usize| format!("jobs.{name}.steps[{i}]");
+    for (i, _) in uses_of(job, "actions/cache") {
+        problems.push(format!(
+            "{}: actions/cache saves only when the job succeeds; use actions/cache/restore \
+             and actions/cache/save",
+            at(i)
+        ));
+    }
+    let restores = uses_of(job, "actions/cache/restore");
+    let Some(&(r, restore)) = restores.first() else {
+        problems.push(format!(
+            "jobs.{name}: restores no cache (actions/cache/restore)"
+        ));
+        return;
+    };
+    let rustc = rustc_step_id(job).map(|id| format!("steps.{id}.outputs.rustc"));
+    let key = str_of(&restore["with"]["key"]).unwrap_or("");
+    let prefix = str_of(&restore["with"]["restore-keys"]).unwrap_or("");
+    match &rustc {
+        Some(rustc) if key.contains(rustc.as_str()) && prefix.contains(rustc.as_str()) => {}
+        _ => problems.push(format!(
+            "{}: the cache key `{key}` and its restore-keys `{prefix}` must hold the rustc \
+             version (a step's `rustc=` output from `rustc -vV`: {rustc:?}); another \
+             compiler's build is rebuilt whole",
+            at(r)
+        )),
+    }
+    if !key.contains("${{ matrix.leg }}") || !prefix.contains("${{ matrix.leg }}") {
+        problems.push(format!(
+            "{}: the cache key is not per leg (matrix.leg)",
+            at(r)
+        ));
+    }
+    let paths = path_lines(restore);
+    for wanted in [
+        "~/.cargo/registry/index",
+        "~/.cargo/registry/cache",
+        "target/${{ matrix.target }}/debug",
+    ] {
+        if !paths.iter().any(|p| p == wanted) {
+            problems.push(format!("{}: the cache leaves out {wanted}", at(r)));
+        }
+    }
+    for path in &paths {
+        let p = path.trim_end_matches('/');
+        if p == "target" {
+            problems.push(format!(
+                "{}: the whole target folder is cached (results, nextest output, every \
+                 profile)",
+                at(r)
+            ));
+        }
+        if p.starts_with("target/ipc-matrix") || p.starts_with("target/nextest") {
+            problems.push(format!(
+                "{}: the cache holds {p}: results and test output are not build output",
+                at(r)
+            ));
+        }
+    }
+    let id = str_of(&restore["id"]).unwrap_or("?");
+    let saves = uses_of(job, "actions/cache/save");
+    let Some(&(s, save)) = saves.first() else {
+        problems.push(format!(
+            "jobs.{name}: never saves its cache (actions/cache/save)"
+        ));
+        return;
+    };
+    let condition = str_of(&save["if"]).and_then(expression_or_plain);
+    let wanted = format!("always() && steps.{id}.outputs.cache-hit != 'true'");
+    if condition.as_deref() != Some(wanted.as_str()) {
+        problems.push(format!(
+            "{}: actions/cache/save must run with `if: {wanted}` (it has {condition:?}): a \
+             leg whose tests fail saves its build too",
+            at(s)
+        ));
+    }
+    let saved_key = str_of(&save["with"]["key"]).and_then(expression);
+    if saved_key.as_deref() != Some(&format!("steps.{id}.outputs.cache-primary-key")) {
+        problems.push(format!(
+            "{}: the cache is saved under {saved_key:?}, not the key it restored \
+             (steps.{id}.outputs.cache-primary-key)",
+            at(s)
+        ));
+    }
+    if path_lines(save) != paths {
+        problems.push(format!(
+            "{}: saves other paths than it restores ({:?} vs {paths:?}): another cache version",
+            at(s),
+            path_lines(save)
+        ));
+    }
+    let tests = steps_of(job)
+        .iter()
+        .position(|st| str_of(&st["run"]).is_some_and(|r| r.contains("cargo nextest run")));
+    if tests.is_some_and(|t| s < t) || s < r {
+        problems.push(format!("{}: the cache is saved before the build", at(s)));
+    }
+}
+
+/// The count pass and the reports run from the build of the leg's tests: each step that
+/// runs them is given the leg's cargo target (IPC_MATRIX_TARGET, read by scripts/lib.sh),
+/// or scripts/lib.sh's `ipc_matrix` would build the whole graph again without --target.
+fn check_suite_build_reused(name: &str, job: &Value, problems: &mut Vec<String>) {
+    for (i, step) in steps_of(job).iter().enumerate() {
+        let run = str_of(&step["run"]).unwrap_or("");
+        if !run.contains("scripts/leg-report.sh") && !run.contains("scripts/count-pass.sh") {
+            continue;
+        }
+        let value = step["env"]
+            .get("IPC_MATRIX_TARGET")
+            .or_else(|| job["env"].get("IPC_MATRIX_TARGET"));
+        if value.and_then(str_of).and_then(expression).as_deref() != Some("matrix.target") {
+            problems.push(format!(
+                "jobs.{name}.steps[{i}]: IPC_MATRIX_TARGET is not `${{{{ matrix.target }}}}` \
+                 ({value:?}): its CLI would compile a second graph"
+            ));
+        }
+    }
+}
+
+/// The side-by-side job runs the merge gate over what it downloaded, and lets it fail;
+/// it builds the CLI from the x86_64 native leg's cache, restored, never saved.
+fn check_gate(job: &Value, leg: &Value, spec: &Spec, problems: &mut Vec<String>) {
+    let downloaded = uses_of(job, "actions/download-artifact")
+        .first()
+        .and_then(|(_, d)| str_of(&d["with"]["path"]))
+        .unwrap_or("?")
+        .to_string();
+    let gate = steps_of(job).into_iter().find_map(|step| {
+        let line = shell_lines(str_of(&step["run"])?)
+            .into_iter()
+            .find(|l| l.contains("--fail-on-blocking-regressions"))?;
+        Some((step, line))
+    });
+    let Some((step, line)) = gate else {
+        problems.push(
+            "jobs.side-by-side: runs no merge gate (`report --compare ... \
+             --fail-on-blocking-regressions`)"
+                .into(),
+        );
+        return;
+    };
+    let words = shell_words(&line);
+    if !words.iter().any(|w| w == "report") || !words.iter().any(|w| w == "--compare") {
+        problems.push(format!(
+            "jobs.side-by-side: the gate is not `report --compare`: {line}"
+        ));
+    }
+    if ["|| true", "|| :", "|| exit 0"]
+        .iter()
+        .any(|t| line.contains(t))
+        || !matches!(step["continue-on-error"], Value::Null | Value::Bool(false))
+    {
+        problems.push(format!(
+            "jobs.side-by-side: the gate's failure is ignored: {line}"
+        ));
+    }
+    let script = str_of(&step["run"]).unwrap_or("");
+    if !script.contains(&format!("{downloaded}/")) {
+        problems.push(format!(
+            "jobs.side-by-side: the gate reads no folder of the download ({downloaded}/)"
+        ));
+    }
+    if !uses_of(job, "actions/cache/save").is_empty() || !uses_of(job, "actions/cache").is_empty() {
+        problems.push("jobs.side-by-side: saves a cache (it only reads a leg's)".into());
+    }
+    // The restore must find the x86_64 native leg's entry: its key and paths, spelled out.
+    let Some(host) = job["env"].get("HOST").and_then(str_of) else {
+        problems.push("jobs.side-by-side: no env HOST (the target the CLI is built for)".into());
+        return;
+    };
+    if !spec
+        .targets
+        .iter()
+        .any(|t| t.triple == host && t.runner == Runner::Native)
+    {
+        problems.push(format!(
+            "jobs.side-by-side: matrix.yaml has no {host}@native leg to reuse"
+        ));
+    }
+    if !words
+        .windows(2)
+        .any(|w| w[0] == "--target" && w[1] == "$HOST")
+        || !words
+            .windows(2)
+            .any(|w| w[0] == "--profile" && w[1] == "test")
+    {
+        problems.push(format!(
+            "jobs.side-by-side: the CLI is not built as the leg builds it (--profile test \
+             --target \"$HOST\"): {line}"
+        ));
+    }
+    let (Some(&(_, mine)), Some(&(_, theirs))) = (
+        uses_of(job, "actions/cache/restore").first(),
+        uses_of(leg, "actions/cache/restore").first(),
+    ) else {
+        problems.push("jobs.side-by-side: restores no leg's cache".into());
+        return;
+    };
+    let leg_name = format!("{host}@native");
+    let as_host = |text: &str| {
+        text.replace("${{ matrix.leg }}", &leg_name)
+            .replace("${{ matrix.target }}", host)
+    };
+    let rustc = |j: &Value| rustc_step_id(j).map(|id| format!("steps.{id}.outputs.rustc"));
+    let key = |step: &Value, field: &str, j: &Value| {
+        let text = str_of(&step["with"][field]).unwrap_or("").to_string();
+        match rustc(j) {
+            Some(r) => text.replace(&r, "RUSTC"),
+            None => text,
+        }
+    };
+    for field in ["key", "restore-keys"] {
+        let (want, have) = (as_host(&key(theirs, field, leg)), key(mine, field, job));
+        if want != have {
+            problems.push(format!(
+                "jobs.side-by-side: the cache {field} `{have}` is not the {leg_name} leg's \
+                 (`{want}`)"
+            ));
+        }
+    }
+    let want: Vec<String> = path_lines(theirs).iter().map(|p| as_host(p)).collect();
+    if path_lines(mine) != want {
+        problems.push(format!(
+            "jobs.side-by-side: the cache paths {:?} are not the {leg_name} leg's {want:?}",
+            path_lines(mine)
+        ));
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Reading YAML values, expressions and shell lines.
 
@@ -924,4 +1573,110 @@ fn shell_words_keep_substitutions_and_drop_quotes() {
         expression("${{  !matrix.blocks_merge }}").as_deref(),
         Some("!matrix.blocks_merge")
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// The scripts the legs run: no second build.
+
+/// What in scripts/lib.sh (`lib`) and scripts/count-pass.sh (`count_pass`) would compile
+/// a second graph after the suite's: the CLI of the reports must come from `cargo test
+/// --no-run` with nextest's selection (the workspace, the suite's --target), never `cargo
+/// run`/`cargo build` (`-p ipc-matrix` resolves features apart); the count pass must
+/// select the workspace with the suite's --target.
+fn script_problems(lib: &str, count_pass: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let body = lib
+        .split("\nipc_matrix() {")
+        .nth(1)
+        .and_then(|rest| rest.split("\n}").next());
+    match body {
+        None => problems.push("scripts/lib.sh: no ipc_matrix function".into()),
+        Some(body) => {
+            let lines = shell_lines(body);
+            if !lines.iter().any(|l| {
+                l.starts_with("cargo test --no-run ")
+                    && l.contains(" --workspace")
+                    && l.contains("\"${suite_target[@]}\"")
+            }) {
+                problems.push(
+                    "scripts/lib.sh ipc_matrix: does not build with the suite's selection \
+                     (cargo test --no-run --workspace \"${suite_target[@]}\")"
+                        .into(),
+                );
+            }
+            for l in &lines {
+                if l.contains("cargo run") || l.contains("cargo build") {
+                    problems.push(format!(
+                        "scripts/lib.sh ipc_matrix: `{l}` compiles apart from the suite"
+                    ));
+                }
+            }
+        }
+    }
+    let nextest: Vec<String> = shell_lines(count_pass)
+        .into_iter()
+        .filter(|l| l.contains("cargo nextest run"))
+        .collect();
+    if nextest.is_empty()
+        || nextest.iter().any(|l| {
+            let words = shell_words(l);
+            !words.iter().any(|w| w == "--workspace")
+                || !l.contains("\"${suite_target[@]}\"")
+                || words.iter().any(|w| w == "-p" || w == "--package")
+        })
+    {
+        problems.push(format!(
+            "scripts/count-pass.sh: the count pass is not built as the suite is (--workspace \
+             \"${{suite_target[@]}}\", no -p): {nextest:?}"
+        ));
+    }
+    problems
+}
+
+#[test]
+fn the_reports_and_the_count_pass_reuse_the_suite_build() {
+    let (lib, count_pass) = (read("scripts/lib.sh"), read("scripts/count-pass.sh"));
+    let problems = script_problems(&lib, &count_pass);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    let breakages: &[(&str, &str, &str, &str)] = &[
+        (
+            "lib.sh",
+            "  cargo test --no-run --locked --quiet --workspace \"${suite_target[@]}\"\n",
+            "  cargo run --locked --quiet --profile test -p ipc-matrix -- \"$@\"\n",
+            "compiles apart from the suite",
+        ),
+        (
+            "lib.sh",
+            " --workspace \"${suite_target[@]}\"\n",
+            " --workspace\n",
+            "does not build with the suite's selection",
+        ),
+        (
+            "count-pass.sh",
+            "--workspace --test matrix",
+            "-p ipc-matrix --test matrix",
+            "not built as the suite is",
+        ),
+        (
+            "count-pass.sh",
+            " \"${suite_target[@]}\" \"$@\"",
+            " \"$@\"",
+            "not built as the suite is",
+        ),
+    ];
+    for &(file, from, to, reason) in breakages {
+        let (l, c) = match file {
+            "lib.sh" => (lib.replacen(from, to, 1), count_pass.clone()),
+            _ => (lib.clone(), count_pass.replacen(from, to, 1)),
+        };
+        assert!(
+            l != lib || c != count_pass,
+            "{file}: the breakage's text is not there: {from:?}"
+        );
+        let found = script_problems(&l, &c);
+        assert!(
+            found.iter().any(|p| p.contains(reason)),
+            "{file}: {from:?} -> {to:?} not caught for `{reason}`: {found:?}"
+        );
+    }
 }

@@ -19,6 +19,7 @@ mod cell;
 mod checks;
 mod error;
 mod events;
+pub mod github;
 mod keys;
 mod kind_spec;
 mod kinds;

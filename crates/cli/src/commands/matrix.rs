@@ -8,7 +8,7 @@ use std::path::Path;
 
 pub fn run(matrix: &Path, github: bool) -> Result<u8> {
     let spec = Spec::load(matrix).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let jobs = ipc_matrix::github::job_matrix(&spec).map_err(anyhow::Error::msg)?;
+    let jobs = ipc_matrix_spec::github::job_matrix(&spec).map_err(anyhow::Error::msg)?;
     if github {
         println!("{}", jobs.to_json());
     } else {

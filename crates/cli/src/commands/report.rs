@@ -16,12 +16,13 @@ use std::path::{Path, PathBuf};
 pub fn run(
     stored: &StoredResults,
     judging: Judging,
-    compare: &[PathBuf],
+    compare: Option<&[PathBuf]>,
     out: Option<PathBuf>,
+    fail_on_blocking_regressions: bool,
 ) -> Result<u8> {
-    if compare.is_empty() {
+    let Some(folders) = compare else {
         let gate = judging.gate();
-        stored.policy().and_then(|policy| {
+        return stored.policy().and_then(|policy| {
             report_legs(
                 &stored.results_dir(),
                 &baselines_dir(judging.baselines, &stored.matrix),
@@ -30,11 +31,40 @@ pub fn run(
                 (policy, gate),
                 None,
             )
-        })
-    } else {
-        let out = out.unwrap_or_else(|| stored.results_dir().join("compare"));
-        compare_folders(compare, &out)
+        });
+    };
+    let out = out.unwrap_or_else(|| stored.results_dir().join("compare"));
+    if !fail_on_blocking_regressions {
+        if folders.len() < 2 {
+            anyhow::bail!(
+                "--compare needs two folders or more (given {})",
+                folders.len()
+            );
+        }
+        return compare_folders(folders, &out);
     }
+    // The merge gate: every folder is gated, those with cell results are also compared
+    // (a leg that failed early may have none). The gate's verdict comes first.
+    let with_cells: Vec<PathBuf> = folders
+        .iter()
+        .filter(|dir| dir.join("cells").is_dir())
+        .cloned()
+        .collect();
+    let compared = if with_cells.len() >= 2 {
+        compare_folders(&with_cells, &out).map(|_| ())
+    } else {
+        println!(
+            "{} of the {} folders given have cell results: nothing to put side by side",
+            with_cells.len(),
+            folders.len()
+        );
+        Ok(())
+    };
+    if let Err(e) = &compared {
+        eprintln!("error: the comparison failed: {e:#}");
+    }
+    let code = super::blocking::gate(folders, &stored.matrix, &stored.profile)?;
+    compared.map(|()| code)
 }
 
 /// Judges and writes the reports of `legs`, each of one run: `run` (the run just made),

@@ -1,7 +1,7 @@
 //! The GitHub Actions job matrix, derived from matrix.yaml's targets: adding a target there
 //! adds a leg to the workflow (`ipc-matrix matrix --github`).
 
-use ipc_matrix_spec::{Runner, Spec};
+use crate::{Runner, Spec};
 use serde::Serialize;
 
 /// The GitHub-hosted runner image a leg runs on. Native legs need a machine of their own

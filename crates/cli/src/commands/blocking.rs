@@ -1,0 +1,278 @@
+//! `ipc-matrix report --compare DIR... --fail-on-blocking-regressions`: the gate of the
+//! workflow's side-by-side job. It reads each leg folder's results.json (written by the
+//! leg's own `report`) and fails when a leg that blocks merges has a regression that
+//! gates, or has no report at all.
+//!
+//! Which legs block merges comes from matrix.yaml: `<triple>@<runner>` when that target
+//! has `blocks_merge: true`, and `<triple>@qemu` too when the native target of the triple
+//! does (the native leg's instruction-count pass, reported under that name).
+//!
+//! Which regressions gate is what the blocking legs themselves fail on
+//! (`report --strict-instructions`): guest instruction counts, deterministic, always;
+//! timings only where the profile's regression policy is strict, since a timing
+//! regression on a shared runner otherwise only warns.
+//!
+//! A blocking leg without a report fails the gate: that leg failed before its report was
+//! written (the build, the harness, the report step itself), and passing would pass a
+//! leg nobody judged.
+
+use anyhow::{Context, Result};
+use ipc_matrix::exit_code;
+use ipc_matrix_spec::{Runner, Spec};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// Bound on a results.json read (every sample of every cell is in it).
+const REPORT_BOUND: u64 = 512 << 20;
+
+/// What became of one leg folder given to the gate.
+#[derive(Debug)]
+enum Finding {
+    /// A report: its cells whose instruction count regressed and gates, and those whose
+    /// round trip did (a timing verdict that gates, not an informational one).
+    Report {
+        instructions: Vec<String>,
+        timings: Vec<String>,
+    },
+    /// No results.json, or one that cannot be read: why.
+    NoReport(String),
+}
+
+/// Runs the gate over `folders` (`<results>/<leg>/<profile>`), the blocking legs taken
+/// from `matrix` and `profile` the profile every blocking leg must have a report of.
+/// Prints a Markdown section to stdout (the job summary), an error line per failure to
+/// stderr. Exit 3 when a blocking leg regressed, else 1 when a blocking leg has no
+/// report, else 0.
+pub fn gate(folders: &[PathBuf], matrix: &Path, profile: &str) -> Result<u8> {
+    let spec = Spec::load(matrix).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut seen: Vec<(String, String, PathBuf, Finding)> = Vec::new();
+    for dir in folders {
+        let (leg, leg_profile, finding) = read_folder(dir);
+        seen.push((leg, leg_profile, dir.clone(), finding));
+    }
+    for leg in expected_legs(&spec) {
+        if !seen.iter().any(|(l, p, _, _)| *l == leg && p == profile) {
+            let why = format!("no folder of profile `{profile}` among the results given");
+            seen.push((
+                leg,
+                profile.to_string(),
+                PathBuf::new(),
+                Finding::NoReport(why),
+            ));
+        }
+    }
+
+    let (mut regressed, mut missing) = (0, 0);
+    let mut blocking_lines = Vec::new();
+    let mut other_lines = Vec::new();
+    for (leg, leg_profile, dir, finding) in &seen {
+        let blocks = blocks_merge(&spec, leg);
+        let policy = crate::args::regression_policy(matrix, leg_profile).ok();
+        let name = format!("`{leg}` ({leg_profile})");
+        let line = match finding {
+            Finding::Report {
+                instructions,
+                timings,
+            } => {
+                // Counts always gate; timings where the profile is strict, else they warn.
+                let strict = policy.is_some_and(|p| p.strict);
+                let mut fails: Vec<String> = instructions
+                    .iter()
+                    .map(|c| format!("`{c}` (instructions)"))
+                    .collect();
+                let timed = timings.iter().map(|c| format!("`{c}` (round trip)"));
+                let warns: Vec<String> = if strict {
+                    fails.extend(timed);
+                    Vec::new()
+                } else {
+                    timed.collect()
+                };
+                let mut text = match (blocks, fails.is_empty()) {
+                    (_, true) => format!("{name}: no regression that gates"),
+                    (true, false) => {
+                        regressed += 1;
+                        eprintln!(
+                            "error: {leg} blocks merges and regressed: {}",
+                            fails.join(", ")
+                        );
+                        format!("{name}: **regressed**: {}", fails.join(", "))
+                    }
+                    (false, false) => format!(
+                        "{name}: regressed: {} (does not block merges)",
+                        fails.join(", ")
+                    ),
+                };
+                if !warns.is_empty() {
+                    text.push_str(&format!(
+                        "; round trips regressed (a warning: the profile is not strict): {}",
+                        warns.join(", ")
+                    ));
+                }
+                text
+            }
+            Finding::NoReport(why) => {
+                let place = if dir.as_os_str().is_empty() {
+                    String::new()
+                } else {
+                    format!(" in {}", dir.display())
+                };
+                if blocks {
+                    missing += 1;
+                    eprintln!(
+                        "error: {leg} blocks merges and has no report{place}: {why}; the leg \
+                         failed before its report was written"
+                    );
+                    format!("{name}: **no report**{place}: {why}")
+                } else {
+                    format!("{name}: no report{place}: {why} (does not block merges)")
+                }
+            }
+        };
+        if blocks {
+            blocking_lines.push(line);
+        } else {
+            other_lines.push(line);
+        }
+    }
+
+    println!("\n### Legs that block merges\n");
+    for line in &blocking_lines {
+        println!("- {line}");
+    }
+    if !other_lines.is_empty() {
+        println!("\nLegs that do not block merges:\n");
+        for line in &other_lines {
+            println!("- {line}");
+        }
+    }
+    Ok(if regressed > 0 {
+        eprintln!("error: {regressed} leg(s) that block merges regressed");
+        exit_code::REGRESSED
+    } else if missing > 0 {
+        eprintln!("error: {missing} leg(s) that block merges have no report");
+        exit_code::CELL_FAILED
+    } else {
+        println!("\nNo leg that blocks merges regressed.");
+        exit_code::OK
+    })
+}
+
+/// The legs a merge waits for: each blocking target's own, and the count pass
+/// `<triple>@qemu` of each blocking native target.
+fn expected_legs(spec: &Spec) -> Vec<String> {
+    let mut legs: Vec<String> = Vec::new();
+    for t in spec.targets.iter().filter(|t| t.blocks_merge) {
+        let mut own = vec![format!("{}@{}", t.triple, t.runner)];
+        if t.runner == Runner::Native {
+            own.push(format!("{}@{}", t.triple, Runner::Qemu));
+        }
+        for leg in own {
+            if !legs.contains(&leg) {
+                legs.push(leg);
+            }
+        }
+    }
+    legs
+}
+
+/// Whether `leg` (`<triple>@<runner>`) blocks merges: its target does, or for a `@qemu`
+/// leg the native target of its triple does (that leg is then also its count pass).
+fn blocks_merge(spec: &Spec, leg: &str) -> bool {
+    let Some((triple, runner)) = leg.rsplit_once('@') else {
+        return false;
+    };
+    spec.targets.iter().any(|t| {
+        t.blocks_merge
+            && t.triple == triple
+            && (t.runner.as_str() == runner
+                || (runner == Runner::Qemu.as_str() && t.runner == Runner::Native))
+    })
+}
+
+/// The leg and profile of a folder (from its results.json, else from its path:
+/// `<leg>/<profile>`) and what its report says.
+fn read_folder(dir: &Path) -> (String, String, Finding) {
+    let from_path = |n: usize| {
+        dir.ancestors()
+            .nth(n)
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "?".into())
+    };
+    let (path_leg, path_profile) = (from_path(1), from_path(0));
+    let file = dir.join("results.json");
+    if !file.is_file() {
+        let why = if dir.join("cells").is_dir() {
+            "cell results but no results.json (its report step did not finish)"
+        } else {
+            "no results.json and no cell results"
+        };
+        return (path_leg, path_profile, Finding::NoReport(why.into()));
+    }
+    match read_report(&file) {
+        Ok((leg, profile, finding)) => (leg, profile, finding),
+        Err(e) => (path_leg, path_profile, Finding::NoReport(format!("{e:#}"))),
+    }
+}
+
+/// Reads a results.json: its leg, its profile, and its cells whose instruction count or
+/// round trip regressed with a verdict that gates (informational verdicts are left out).
+fn read_report(file: &Path) -> Result<(String, String, Finding)> {
+    let bytes = ipc_matrix_results::read_bounded(file, REPORT_BOUND, "a report")?;
+    let doc: Value =
+        serde_json::from_slice(&bytes).with_context(|| format!("{}: not JSON", file.display()))?;
+    let version = doc["schema_version"].as_u64();
+    if version != Some(u64::from(ipc_matrix_report::REPORT_SCHEMA_VERSION)) {
+        anyhow::bail!(
+            "{}: report schema {version:?}, not {} (written by another version)",
+            file.display(),
+            ipc_matrix_report::REPORT_SCHEMA_VERSION
+        );
+    }
+    let text = |v: &Value, what: &str| {
+        v.as_str()
+            .map(String::from)
+            .with_context(|| format!("{}: no {what}", file.display()))
+    };
+    let leg = text(&doc["leg"], "leg")?;
+    let profile = text(&doc["profile"], "profile")?;
+    let cells = doc["cells"]
+        .as_array()
+        .with_context(|| format!("{}: no cells", file.display()))?;
+    let (mut instructions, mut timings) = (Vec::new(), Vec::new());
+    let mut either = 0;
+    for cell in cells {
+        let verdict = &cell["verdict"];
+        let id = text(&verdict["cell_id"], "cell_id")?;
+        let regressed = |v: &Value| v["verdict"].as_str() == Some("regressed");
+        let gates = |v: &Value| v["gating"].as_bool() == Some(true);
+        let counts = &verdict["instructions"];
+        let (timing, count) = (
+            regressed(verdict) && gates(verdict),
+            regressed(counts) && gates(counts),
+        );
+        either += u64::from(timing || count);
+        if timing {
+            timings.push(id.clone());
+        }
+        if count {
+            instructions.push(id);
+        }
+    }
+    // The summary counts the same cells: a report that disagrees with itself is refused.
+    let summary = doc["summary"]["gating_regressions"].as_u64();
+    if summary != Some(either) {
+        anyhow::bail!(
+            "{}: summary.gating_regressions is {summary:?}, but {either} cell(s) regressed and gate",
+            file.display()
+        );
+    }
+    Ok((
+        leg,
+        profile,
+        Finding::Report {
+            instructions,
+            timings,
+        },
+    ))
+}
