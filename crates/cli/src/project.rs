@@ -23,15 +23,32 @@ pub fn find_matrix(start: &Path) -> Result<PathBuf, String> {
         })
 }
 
-/// The matrix file: `explicit` when given, else the nearest one from the current folder.
+/// The matrix file: `explicit` when given, else the nearest one from the current folder,
+/// relative to it (`matrix.yaml`, `../../matrix.yaml`): paths derived from it, which
+/// reports print, then read the same on every machine.
 pub fn matrix_file(explicit: Option<&Path>) -> Result<PathBuf, String> {
     match explicit {
         Some(file) => Ok(file.to_path_buf()),
         None => {
             let here = std::env::current_dir()
                 .map_err(|e| format!("the current folder cannot be read: {e}"))?;
-            find_matrix(&here)
+            find_matrix(&here).map(|found| relative_to(&here, found))
         }
+    }
+}
+
+/// `found`, a file in `start` or a folder above it, as a path from `start`.
+fn relative_to(start: &Path, found: PathBuf) -> PathBuf {
+    let Some(dir) = found.parent() else {
+        return found;
+    };
+    match start.strip_prefix(dir) {
+        Ok(below) => {
+            let mut relative: PathBuf = below.components().map(|_| "..").collect();
+            relative.push(MATRIX_FILE);
+            relative
+        }
+        Err(_) => found,
     }
 }
 
@@ -66,6 +83,14 @@ mod tests {
         );
         assert_eq!(find_matrix(&dir.join("a")), Ok(dir.join(MATRIX_FILE)));
         assert_eq!(find_matrix(&dir), Ok(dir.join(MATRIX_FILE)));
+        assert_eq!(
+            relative_to(&dir.join("a/b"), dir.join(MATRIX_FILE)),
+            PathBuf::from("../../matrix.yaml")
+        );
+        assert_eq!(
+            relative_to(&dir, dir.join(MATRIX_FILE)),
+            PathBuf::from("matrix.yaml")
+        );
         // A folder of that name is not a matrix file.
         std::fs::remove_file(dir.join(MATRIX_FILE)).unwrap();
         std::fs::create_dir(dir.join(MATRIX_FILE)).unwrap();

@@ -7,7 +7,7 @@
 //! - `comparison.md` / `comparison.html`: legs side by side, sorted by architecture:
 //!   instruction counts per architecture, native timings with ratios ([`cross`]).
 
-mod changes;
+pub mod changes;
 pub mod cross;
 pub mod document;
 pub mod history;

@@ -7,7 +7,7 @@ use ipc_matrix::reporting::{
     baselines_dir, github_annotations, leg_report, running_on_github, verdict_summary,
     verdict_table,
 };
-use ipc_matrix::{exit_code, say, say_always};
+use ipc_matrix::{exit_code, say, say_always, say_verbose};
 use ipc_matrix_report::cross::Column;
 use ipc_matrix_report::write_leg_report;
 use ipc_matrix_spec::RegressionPolicy;
@@ -104,9 +104,30 @@ pub fn report_legs(
         {
             say!("{}", verdict_table(&report));
         }
-        for cell in &report.verdict.cells {
-            for note in &cell.notes {
-                say!("note: {}: {note}", cell.cell_id);
+        // A note of one cell is printed whole; notes several cells share are one line with
+        // their count and the first cells (all of them under --verbose).
+        for group in ipc_matrix_report::changes::note_groups(&report) {
+            match group.cells.as_slice() {
+                [(id, note)] => say!("note: {id}: {note}"),
+                cells => {
+                    let shown: Vec<&str> =
+                        cells.iter().take(3).map(|(id, _)| id.as_str()).collect();
+                    let more = cells.len().saturating_sub(shown.len());
+                    say!(
+                        "note: {}: {} cells ({}{})",
+                        group.what,
+                        cells.len(),
+                        shown.join(", "),
+                        if more > 0 {
+                            format!(" and {more} more")
+                        } else {
+                            String::new()
+                        }
+                    );
+                    for (id, note) in cells {
+                        say_verbose!("  {id}: {note}");
+                    }
+                }
             }
         }
         say!("{}", verdict_summary(&report));
