@@ -68,7 +68,7 @@ fn a_run_stores_each_cells_floor_and_its_ratio_to_it() {
         std::fs::read_to_string(run_dir(&s.path("out"), &leg(), "quick").join("report.md"))
             .unwrap();
     assert!(
-        report.contains("### Next to the machine's floor"),
+        report.contains("<details><summary>Next to the machine's floor (4 cells)</summary>"),
         "{report}"
     );
     assert!(
