@@ -129,7 +129,7 @@ const SPAN: f64 = 2.0;
 /// change must clear, `━` the 95 % interval and `●` the estimate; `<` or `>`
 /// beside an end means the interval runs past it.
 ///
-/// `0.5x ─────░░│░░──━━━●━━─── 2x`
+/// `0.5x ─────░░│░░──━━━●━━─── 2x` (the spaces are no-break spaces)
 pub fn interval_strip(ratio: f64, low: f64, high: f64, margin: f64) -> String {
     let position = |r: f64| {
         let t = (r.max(1e-9).ln() / SPAN.ln() + 1.0) / 2.0;
@@ -148,8 +148,9 @@ pub fn interval_strip(ratio: f64, low: f64, high: f64, margin: f64) -> String {
         *c = '━';
     }
     strip[position(ratio)] = '●';
-    let before = if low < 1.0 / SPAN { '<' } else { ' ' };
-    let after = if high > SPAN { '>' } else { ' ' };
+    // No-break spaces: the strip stays one line in a narrow table column.
+    let before = if low < 1.0 / SPAN { '<' } else { '\u{a0}' };
+    let after = if high > SPAN { '>' } else { '\u{a0}' };
     format!(
         "0.5x{before}{}{after}2x",
         strip.into_iter().collect::<String>()

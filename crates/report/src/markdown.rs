@@ -350,7 +350,7 @@ fn cells_text(n: usize) -> String {
 /// The cells that moved one way: the timing change with its interval drawn as a strip,
 /// and the instruction change, each marked when it only informs.
 fn change_table(md: &mut String, rows: &[Row], verdict: Verdict) {
-    md.push_str("| cell | baseline p50 | p50 | ratio (95 % CI) | 0.5x to 2x, log: `│` 1.0x, `░` margin, `━` interval | p | instructions/round trip | gates |\n");
+    md.push_str("| cell | baseline p50 | p50 | ratio (95 % CI) | against the baseline | p | instructions/round trip | gates |\n");
     md.push_str("|---|---:|---:|---:|---|---:|---:|---|\n");
     for (result, cell) in rows {
         let dash = || "-".to_string();
@@ -388,7 +388,7 @@ fn change_table(md: &mut String, rows: &[Row], verdict: Verdict) {
             },
         );
     }
-    md.push('\n');
+    md.push_str("\nAgainst the baseline, on a log scale from 0.5x to 2x: `│` is 1.0x, `░` the margin a change must clear, `━` the 95 % interval, `●` the estimate.\n\n");
 }
 
 /// Every cell in run order, one row each.
