@@ -272,6 +272,9 @@ pub fn html(report: &LegReport) -> String {
     if !floors.is_empty() {
         body.push_str("<li><a href=\"#floors\">Next to the machine's floor</a></li>\n");
     }
+    if crate::stacks::stacks(report).len() > 1 {
+        body.push_str("<li><a href=\"#stacks\">IPC stacks side by side</a></li>\n");
+    }
     for kind in &kinds {
         let _ = write!(
             body,
@@ -379,6 +382,8 @@ pub fn html(report: &LegReport) -> String {
             let _ = writeln!(body, "<p class=\"note\">{}</p>", escape(&note));
         }
     }
+
+    body.push_str(&stacks_section(report));
 
     let seed = seed_tables(report);
     for kind in &kinds {
@@ -643,6 +648,74 @@ fn codec_section(report: &LegReport) -> String {
             &|v| nanos(v as u64),
         ),
         "Cap'n Proto vs protobuf: median round trip of a sensor frame per transport and payload (log scale).",
+    ));
+    html
+}
+
+/// Every request/reply cell of the stack payload, fastest first, as a table and a chart
+/// of its median next to its floor's.
+fn stacks_section(report: &LegReport) -> String {
+    let stacks = crate::stacks::stacks(report);
+    if stacks.len() < 2 {
+        return String::new();
+    }
+    let payload = bytes(crate::stacks::STACK_PAYLOAD);
+    let mut html = format!(
+        "<h2 id=\"stacks\">IPC stacks side by side at {payload}</h2>\n<p>Every request/reply cell of {payload}, fastest first: our shared-memory ring, the sockets and pipes, and the stacks on top of them, each next to the floor measured for it.</p>\n"
+    );
+    let dash = || "-".to_string();
+    let rows: Vec<Vec<String>> = stacks
+        .iter()
+        .map(|s| {
+            let r = s.result;
+            vec![
+                r.cell.id.clone(),
+                s.name.clone(),
+                r.latency_ns.map_or_else(dash, |l| nanos(l.p50)),
+                r.latency_ns.map_or_else(dash, |l| nanos(l.p99)),
+                r.floor
+                    .map_or_else(dash, |f| format!("{} ({})", nanos(f.p50_ns), f.probe)),
+                r.floor
+                    .and_then(|f| f.ratio)
+                    .map_or_else(dash, |x| format!("{x:.2}x")),
+            ]
+        })
+        .collect();
+    html.push_str(&table(
+        &["cell", "stack", "p50", "p99", "floor p50", "cell / floor"].map(String::from),
+        &rows,
+    ));
+    let labels: Vec<String> = stacks.iter().map(|s| s.name.clone()).collect();
+    let series = vec![
+        plots::Series {
+            name: "median round trip".into(),
+            color: 0,
+            values: stacks
+                .iter()
+                .map(|s| s.result.latency_ns.map(|l| l.p50 as f64))
+                .collect(),
+        },
+        plots::Series {
+            name: "its floor".into(),
+            color: 1,
+            values: stacks
+                .iter()
+                .map(|s| s.result.floor.map(|f| f.p50_ns as f64))
+                .collect(),
+        },
+    ];
+    html.push_str(&figure(
+        plots::series_bars(
+            &format!("IPC stacks at {payload}: median round trip and floor"),
+            &labels,
+            &[plots::Panel {
+                x_desc: "round trip (log scale)".into(),
+                series,
+            }],
+            None,
+            &|v| nanos(v as u64),
+        ),
+        "Median round trip of each stack (fastest first) and, where one was measured, the floor of its transport: the simplest exchange of the payload the machine allows between the same two CPUs.",
     ));
     html
 }

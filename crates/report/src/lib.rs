@@ -15,6 +15,7 @@ mod html;
 mod markdown;
 pub mod plots;
 mod seed_tables;
+pub mod stacks;
 pub mod units;
 
 use ipc_matrix_baseline::{judge, Baseline, RunVerdict};

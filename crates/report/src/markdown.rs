@@ -49,6 +49,38 @@ pub fn markdown(report: &LegReport) -> String {
     cell_table(&mut md, report.results.iter().zip(&verdict.cells));
     md.push_str("\n</details>\n");
 
+    let stacks = crate::stacks::stacks(report);
+    if stacks.len() > 1 {
+        fold(
+            &mut md,
+            &format!(
+                "IPC stacks side by side at {}, fastest first",
+                bytes(crate::stacks::STACK_PAYLOAD)
+            ),
+            stacks.len(),
+        );
+        md.push_str("| stack | cell | p50 | p99 | floor p50 | cell / floor |\n");
+        md.push_str("|---|---|---:|---:|---:|---:|\n");
+        for stack in &stacks {
+            let r = stack.result;
+            let dash = || "-".to_string();
+            let _ = writeln!(
+                md,
+                "| {} | `{}` | {} | {} | {} | {} |",
+                stack.name,
+                r.cell.id,
+                r.latency_ns.map_or_else(dash, |l| nanos(l.p50)),
+                r.latency_ns.map_or_else(dash, |l| nanos(l.p99)),
+                r.floor
+                    .map_or_else(dash, |f| format!("{} ({})", nanos(f.p50_ns), f.probe)),
+                r.floor
+                    .and_then(|f| f.ratio)
+                    .map_or_else(dash, |x| format!("{x:.2}x")),
+            );
+        }
+        unfold(&mut md);
+    }
+
     let floors = crate::floor_rows(report);
     if !floors.is_empty() {
         fold(&mut md, "Next to the machine's floor", floors.len());

@@ -90,8 +90,9 @@ fn html_report_is_self_contained_with_its_plots() {
     // The ratio chart; the regressed cell's round trips in order next to its baseline;
     // per scenario its percentiles (and bulk its throughput) and every passed cell's
     // round trips in order: echo 1 + 3, bulk 2 + 1.
-    assert_eq!(page.matches("<svg").count(), 1 + 1 + 4 + 3, "{page}");
-    assert_eq!(page.matches("</svg>").count(), 9);
+    // The stacks side by side at 200 B.
+    assert_eq!(page.matches("<svg").count(), 1 + 1 + 4 + 3 + 1, "{page}");
+    assert_eq!(page.matches("</svg>").count(), 10);
     for outside in ["<script", "<link", "src=", "url(", "@import"] {
         assert!(
             !page.contains(outside),
@@ -644,4 +645,26 @@ fn a_line_of_round_trip_vs_payload_never_joins_two_scenarios() {
     for points in lines {
         assert_eq!(points.split_whitespace().count(), 2, "{points}");
     }
+}
+
+#[test]
+fn the_stacks_of_200_bytes_are_side_by_side_fastest_first() {
+    let report = report();
+    let md = markdown(&report);
+    let section = &md[md
+        .find("<summary>IPC stacks side by side at 200 B, fastest first (3 cells)</summary>")
+        .expect(&md)..];
+    // shm-busy (330 ns), shm-blocking (36 us), tcp (90 us); the failed udp cell is not a
+    // stack it could compare.
+    let at = |id: &str| {
+        section
+            .find(id)
+            .unwrap_or_else(|| panic!("{id} in {section}"))
+    };
+    assert!(at("| shm-busy | `echo::shm-busy::200B`") < at("| shm-blocking |"));
+    assert!(at("| shm-blocking |") < at("| tcp | `echo::tcp::200B`"));
+    assert!(!section[..section.find("</details>").unwrap()].contains("udp"));
+    let page = html(&report);
+    assert_eq!(page.matches("id=\"stacks\"").count(), 1);
+    assert!(page.contains("href=\"#stacks\""));
 }
