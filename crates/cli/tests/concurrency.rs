@@ -12,15 +12,9 @@ use std::process::Output;
 /// (`IPC_MATRIX_PEER_DELAY_US` below), so a run holds its folder for at least 0.6 s
 /// whatever the machine: the other process, started at the same moment, asks for the
 /// folder well within that time.
-const MATRIX: &str = r#"
-version: 1
-targets:
-  - { triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }
-profiles:
-  quick: { description: test }
-scenarios:
-  - { name: echo, kind: echo, transports: [tcp, local], payloads: [200B], iterations: 300, warmup: 10, timeout: 5s }
-"#;
+const MATRIX: &str = test_matrix!(
+    "- { name: echo, kind: echo, transports: [tcp, local], payloads: [200B], iterations: 300, warmup: 10, timeout: 5s }",
+);
 const CELLS: usize = 2;
 const REFUSED: &str = "another ipc-matrix run is writing results into";
 

@@ -13,17 +13,11 @@ fn emulated() -> bool {
     std::env::var(ipc_matrix_results::RUNNER_ENV).is_ok_and(|runner| runner == "qemu")
 }
 
-const MATRIX: &str = r#"
-version: 1
-targets:
-  - { triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }
-profiles:
-  quick: { description: test }
-scenarios:
-  - { name: echo, kind: echo, transports: [shm, tcp, local], wake: [busy-poll], payloads: [200B], iterations: 200, warmup: 10, timeout: 5s }
-  - { name: bulk, kind: bulk, transports: [shm], wake: [busy-poll], payloads: [64KiB], iterations: 30, warmup: 2, timeout: 5s }
-  - { name: logging, kind: logging, transports: [file], sinks: [buffered], payloads: [64B], iterations: 200, budget: 30s }
-"#;
+const MATRIX: &str = test_matrix!(
+    "- { name: echo, kind: echo, transports: [shm, tcp, local], wake: [busy-poll], payloads: [200B], iterations: 200, warmup: 10, timeout: 5s }",
+    "- { name: bulk, kind: bulk, transports: [shm], wake: [busy-poll], payloads: [64KiB], iterations: 30, warmup: 2, timeout: 5s }",
+    "- { name: logging, kind: logging, transports: [file], sinks: [buffered], payloads: [64B], iterations: 200, budget: 30s }",
+);
 
 #[test]
 fn a_run_stores_each_cells_floor_and_its_ratio_to_it() {

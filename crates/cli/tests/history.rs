@@ -6,15 +6,9 @@ mod common;
 use common::{text, Scratch};
 use ipc_matrix_results::{fixture, write_result, CellResult};
 
-const MATRIX: &str = r#"
-version: 1
-targets:
-  - { triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }
-profiles:
-  quick: { description: test }
-scenarios:
-  - { name: echo, kind: echo, transports: [tcp, udp], payloads: [200B], iterations: 300, warmup: 0, timeout: 1s }
-"#;
+const MATRIX: &str = test_matrix!(
+    "- { name: echo, kind: echo, transports: [tcp, udp], payloads: [200B], iterations: 300, warmup: 0, timeout: 1s }",
+);
 const LEG: &str = "x86_64-unknown-linux-gnu@native";
 
 /// Stores a run of both cells, tcp around `tcp_ns`, finished at `at`, and writes its

@@ -8,16 +8,10 @@ use common::{leg, text, Scratch};
 use std::path::Path;
 
 /// Three quick cells.
-const MATRIX: &str = r#"
-version: 1
-targets:
-  - { triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }
-profiles:
-  quick: { description: test }
-scenarios:
-  - { name: echo, kind: echo, transports: [tcp, local], payloads: [200B], iterations: 200, warmup: 10, timeout: 5s }
-  - { name: bulk, kind: bulk, transports: [tcp], payloads: [64KiB], iterations: 20, warmup: 2, timeout: 5s }
-"#;
+const MATRIX: &str = test_matrix!(
+    "- { name: echo, kind: echo, transports: [tcp, local], payloads: [200B], iterations: 200, warmup: 10, timeout: 5s }",
+    "- { name: bulk, kind: bulk, transports: [tcp], payloads: [64KiB], iterations: 20, warmup: 2, timeout: 5s }",
+);
 const CELLS: usize = 3;
 
 #[test]

@@ -5,6 +5,18 @@
 #![allow(dead_code)] // each test binary uses a part
 
 use std::path::PathBuf;
+
+/// A matrix file of one native x86_64 target and one profile, `quick`, with the given
+/// scenario lines (each a flow mapping, `- { name: ..., kind: ..., ... }`).
+#[macro_export]
+macro_rules! test_matrix {
+    ($($scenario:literal),+ $(,)?) => {
+        concat!(
+            "\nversion: 1\ntargets:\n  - { triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }\nprofiles:\n  quick: { description: test }\nscenarios:\n",
+            $("  ", $scenario, "\n"),+
+        )
+    };
+}
 use std::process::{Command, Output};
 
 /// A scratch folder with a matrix file; removed when dropped.
