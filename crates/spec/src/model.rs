@@ -157,6 +157,11 @@ impl TransportKind {
         }
     }
 
+    /// Comes in wake modes (see [`ChannelKind::has_wake_modes`]); `file` does not.
+    pub fn has_wake_modes(self) -> bool {
+        self.channel().is_some_and(ChannelKind::has_wake_modes)
+    }
+
     /// The channel this transport is; `None` for `file`, which carries no messages
     /// between processes.
     pub const fn channel(self) -> Option<ChannelKind> {
@@ -218,6 +223,16 @@ impl ChannelKind {
         self.transport().as_str()
     }
 
+    /// Comes in wake modes ([`WakeMode`]): a waiting side either sleeps until woken or
+    /// spins. Its cells and conformance subjects are one per wake mode
+    /// (`shm-blocking`, `shm-busy`); every other channel's are one.
+    pub fn has_wake_modes(self) -> bool {
+        match self {
+            ChannelKind::Shm => true,
+            ChannelKind::Local | ChannelKind::Tcp | ChannelKind::Udp | ChannelKind::Pipe => false,
+        }
+    }
+
     /// Carries a byte stream that messages are framed on (a message larger than the
     /// kernel's buffer then takes as many reads and writes as the timing allows).
     pub fn is_byte_stream(self) -> bool {
@@ -240,7 +255,8 @@ impl fmt::Display for ChannelKind {
     }
 }
 
-/// How a waiting side learns that the other side has written: applies to shared memory.
+/// How a waiting side learns that the other side has written: applies to the channels
+/// that have wake modes ([`ChannelKind::has_wake_modes`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WakeMode {
@@ -272,7 +288,8 @@ impl WakeMode {
 pub struct Scenario {
     pub name: String,
     pub transports: Vec<TransportKind>,
-    /// Wake modes for `shm`; both when empty. Only given when shm is among the transports.
+    /// Wake modes for the transports that have them (`shm`); both when empty. Only given
+    /// when such a transport is listed.
     pub wake: Vec<WakeMode>,
     pub payloads: Vec<ByteSize>,
     pub iterations: Count,
