@@ -128,6 +128,8 @@ pub enum TransportKind {
     Udp,
     /// An anonymous pipe each way, inherited by the peer process.
     Pipe,
+    /// iceoryx2 (zero-copy shared memory): a publish-subscribe service each way.
+    Iceoryx2,
     /// A file in a private temporary directory: where `logging` cells write. Not a
     /// channel: no peer reads it.
     File,
@@ -153,6 +155,7 @@ impl TransportKind {
             TransportKind::Tcp => "tcp",
             TransportKind::Udp => "udp",
             TransportKind::Pipe => "pipe",
+            TransportKind::Iceoryx2 => "iceoryx2",
             TransportKind::File => "file",
         }
     }
@@ -171,6 +174,7 @@ impl TransportKind {
             TransportKind::Tcp => Some(ChannelKind::Tcp),
             TransportKind::Udp => Some(ChannelKind::Udp),
             TransportKind::Pipe => Some(ChannelKind::Pipe),
+            TransportKind::Iceoryx2 => Some(ChannelKind::Iceoryx2),
             TransportKind::File => None,
         }
     }
@@ -196,16 +200,19 @@ pub enum ChannelKind {
     Udp,
     /// An anonymous pipe each way, inherited by the peer process.
     Pipe,
+    /// iceoryx2 (zero-copy shared memory): a publish-subscribe service each way.
+    Iceoryx2,
 }
 
 impl ChannelKind {
     /// Every channel.
-    pub const ALL: [ChannelKind; 5] = [
+    pub const ALL: [ChannelKind; 6] = [
         ChannelKind::Shm,
         ChannelKind::Local,
         ChannelKind::Tcp,
         ChannelKind::Udp,
         ChannelKind::Pipe,
+        ChannelKind::Iceoryx2,
     ];
 
     /// The transport of the same name.
@@ -216,6 +223,7 @@ impl ChannelKind {
             ChannelKind::Tcp => TransportKind::Tcp,
             ChannelKind::Udp => TransportKind::Udp,
             ChannelKind::Pipe => TransportKind::Pipe,
+            ChannelKind::Iceoryx2 => TransportKind::Iceoryx2,
         }
     }
 
@@ -225,10 +233,10 @@ impl ChannelKind {
 
     /// Comes in wake modes ([`WakeMode`]): a waiting side either sleeps until woken or
     /// spins. Its cells and conformance subjects are one per wake mode
-    /// (`shm-blocking`, `shm-busy`); every other channel's are one.
+    /// (`shm-blocking`, `iceoryx2-busy`); every other channel's are one.
     pub fn has_wake_modes(self) -> bool {
         match self {
-            ChannelKind::Shm => true,
+            ChannelKind::Shm | ChannelKind::Iceoryx2 => true,
             ChannelKind::Local | ChannelKind::Tcp | ChannelKind::Udp | ChannelKind::Pipe => false,
         }
     }
@@ -238,7 +246,7 @@ impl ChannelKind {
     pub fn is_byte_stream(self) -> bool {
         match self {
             ChannelKind::Local | ChannelKind::Tcp | ChannelKind::Pipe => true,
-            ChannelKind::Shm | ChannelKind::Udp => false,
+            ChannelKind::Shm | ChannelKind::Udp | ChannelKind::Iceoryx2 => false,
         }
     }
 }

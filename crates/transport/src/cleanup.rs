@@ -170,7 +170,9 @@ pub struct Removed {
 
 /// Removes segments in /dev/shm and directories in the temporary directory whose creators
 /// are gone: their life lock is free. Those of live processes, in this PID namespace or
-/// any other, are left alone.
+/// any other, are left alone. A directory that was the root of an iceoryx2 channel takes
+/// its segments with it (`iox2.<hash of its name>.*` in /dev/shm, which carry no lock of
+/// their own and are never judged alone): see `iceoryx2::remove_run`.
 pub fn remove_stale_artifacts() -> Removed {
     remove_stale_artifacts_in(Path::new("/dev/shm"), &std::env::temp_dir())
 }
@@ -207,6 +209,11 @@ pub fn remove_stale_artifacts_in(segments: &Path, temp: &Path) -> Removed {
             let gone = if is_segment {
                 std::fs::remove_file(&path).is_ok()
             } else {
+                // A private directory may be the root of an iceoryx2 channel, whose
+                // segments are in /dev/shm under a prefix of its own: they go first.
+                removed
+                    .paths
+                    .extend(crate::iceoryx2::remove_run(&path, segments));
                 std::fs::remove_dir_all(&path).is_ok()
             };
             if gone {
