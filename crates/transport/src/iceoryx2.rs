@@ -280,21 +280,23 @@ impl Drop for RunFiles {
     }
 }
 
-/// Removes every file of `segments` whose name starts with `prefix`.
-fn remove_segments(segments: &Path, prefix: &str) -> Vec<PathBuf> {
-    let mut removed = Vec::new();
+/// The files of `segments` whose names start with `prefix`.
+fn segments_of(segments: &Path, prefix: &str) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(segments) else {
-        return removed;
+        return Vec::new();
     };
-    for entry in entries.flatten() {
-        if entry.file_name().to_string_lossy().starts_with(prefix) {
-            let path = entry.path();
-            if std::fs::remove_file(&path).is_ok() {
-                removed.push(path);
-            }
-        }
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Removes every file of `segments` whose name starts with `prefix`.
+fn remove_segments(segments: &Path, prefix: &str) {
+    for path in segments_of(segments, prefix) {
+        let _ = std::fs::remove_file(&path);
     }
-    removed
 }
 
 /// Removes what a crashed run left of an iceoryx2 channel whose root was `dir` (its
@@ -303,12 +305,13 @@ fn remove_segments(segments: &Path, prefix: &str) -> Vec<PathBuf> {
 /// (`cleanup_dead_nodes_on_creation`: their ports leave their services, their segments and
 /// connections go), and `try_cleanup_dead_nodes` asks again; then every /dev/shm name of
 /// the prefix that is left (the node counter, which iceoryx2 never removes). The caller
-/// removes the directory. Returns the /dev/shm paths removed.
+/// removes the directory. Returns the /dev/shm paths that were there and are gone.
 pub(crate) fn remove_run(dir: &Path, segments: &Path) -> Vec<PathBuf> {
     let Some(name) = dir.file_name().map(|n| n.to_string_lossy().into_owned()) else {
         return Vec::new();
     };
     let prefix = prefix_of(&name);
+    let found = segments_of(segments, &prefix);
     if dir.join("nodes").is_dir() {
         if let Ok(config) = config(dir, &prefix) {
             if let Ok(node) = node(&config) {
@@ -316,7 +319,8 @@ pub(crate) fn remove_run(dir: &Path, segments: &Path) -> Vec<PathBuf> {
             }
         }
     }
-    remove_segments(segments, &prefix)
+    remove_segments(segments, &prefix);
+    found.into_iter().filter(|path| !path.exists()).collect()
 }
 
 /// Fails when the event socket of a channel under `root` with `prefix` would have a name
