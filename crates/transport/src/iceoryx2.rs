@@ -58,6 +58,8 @@ use std::time::{Duration, Instant};
 
 /// The service type: ports of `ipc::Service` hold an `Rc` and are not `Send`.
 type S = ipc_threadsafe::Service;
+/// One direction's publish-subscribe service.
+type Messages = PubSubService<S, [u8], ()>;
 
 /// Where POSIX shared memory segments appear as files on Linux.
 const SEGMENT_DIR: &str = "/dev/shm";
@@ -239,8 +241,8 @@ struct Ends {
     /// Blocking mode: the notifier of the direction this side sends on, the listener of
     /// the one it receives on.
     wake: Option<(Notifier<S>, Listener<S>)>,
-    tx: PubSubService<S, [u8], ()>,
-    rx: PubSubService<S, [u8], ()>,
+    tx: Messages,
+    rx: Messages,
     /// Blocking mode: the event services of the direction this side sends on and of the
     /// one it receives on.
     wake_services: Option<(EventService<S>, EventService<S>)>,
@@ -344,7 +346,7 @@ fn check_socket_path(root: &Path, prefix: &str) -> Result<(), TransportError> {
 /// receives on), publishers sized for `max_message` plus SLACK.
 fn ports(
     node: Node<S>,
-    (tx, rx): (PubSubService<S, [u8], ()>, PubSubService<S, [u8], ()>),
+    (tx, rx): (Messages, Messages),
     wake_services: Option<(EventService<S>, EventService<S>)>,
     max_message: usize,
     watch: &Arc<SendWatch>,
