@@ -221,7 +221,47 @@ pub fn remove_stale_artifacts_in(segments: &Path, temp: &Path) -> Removed {
             }
         }
     }
+    remove_stale_iceoryx2(segments, &mut removed);
     removed
+}
+
+/// Removes the /dev/shm names of iceoryx2 channels whose creator is gone although their
+/// root directory is not there for the sweep above to find (a sweep of an older
+/// ipc-matrix removed it): the names of a prefix go when its `<prefix>alive` lock is
+/// free, or when there is no such file (it is made before any other name of the prefix
+/// and removed with them), once the names are over a second old.
+fn remove_stale_iceoryx2(segments: &Path, removed: &mut Removed) {
+    let Ok(entries) = std::fs::read_dir(segments) else {
+        return;
+    };
+    let mut by_prefix: std::collections::BTreeMap<String, Vec<PathBuf>> = Default::default();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(prefix) = crate::iceoryx2::prefix_in(&name) {
+            if owned_by_us(&entry.path()) {
+                by_prefix
+                    .entry(prefix.to_string())
+                    .or_default()
+                    .push(entry.path());
+            }
+        }
+    }
+    for (prefix, paths) in by_prefix {
+        let lock = segments.join(format!("{prefix}{}", crate::iceoryx2::ALIVE));
+        let abandoned = match liveness(&lock) {
+            Liveness::Alive => false,
+            Liveness::Abandoned | Liveness::Unknown => {
+                paths.iter().all(|p| older_than(p, CREATION_GRACE))
+            }
+        };
+        if abandoned {
+            for path in paths {
+                if std::fs::remove_file(&path).is_ok() {
+                    removed.paths.push(path);
+                }
+            }
+        }
+    }
 }
 
 fn older_than(path: &Path, age: Duration) -> bool {

@@ -28,14 +28,15 @@
 //! - **Files.** Every file iceoryx2 makes lives under a root directory that is a
 //!   [`PrivateDir`] of the measuring side, or in /dev/shm under a prefix made from that
 //!   directory's name ([`prefix_of`]): `iox2.`, not our own `ipc-matrix.`, so the sweep of
-//!   /dev/shm never judges them by a lock they do not have. They go when the channel is
-//!   dropped and, after a crash, when the next sweep removes the directory
-//!   ([`remove_run`]).
+//!   /dev/shm never judges them by a lock they do not have; `<prefix>alive`, locked by the
+//!   measuring side while the channel lives, speaks for them all. They go when the
+//!   channel is dropped and, after a crash, when the next sweep removes the directory
+//!   ([`remove_run`]), or finds the prefix's lock free with the directory already gone.
 //! - **Process.** No signal handlers (`SignalHandlingMode::Disabled`), no configuration
 //!   file looked up (`Config::default()`, never `Config::global_config()`), and ports of
 //!   `ipc_threadsafe::Service`, whose ports are `Send` as a channel must be.
 
-use crate::cleanup::PrivateDir;
+use crate::cleanup::{LifeLock, PrivateDir};
 use crate::framing::remaining;
 use crate::platform::{current_pid, ensure_alive, process_alive};
 use crate::shm::{keep_spinning, LivenessChecks, LIVENESS_PERIOD};
@@ -51,6 +52,7 @@ use iceoryx2::prelude::{
 };
 use iceoryx2::service::port_factory::event::PortFactory as EventService;
 use iceoryx2::service::port_factory::publish_subscribe::PortFactory as PubSubService;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -65,6 +67,9 @@ type Messages = PubSubService<S, [u8], ()>;
 const SEGMENT_DIR: &str = "/dev/shm";
 /// The start of every /dev/shm name iceoryx2 makes for us (see [`prefix_of`]).
 pub(crate) const PREFIX_START: &str = "iox2.";
+/// The name after the prefix of the file in /dev/shm whose lock says the prefix's
+/// creator lives (see [`RunFiles`]).
+pub(crate) const ALIVE: &str = "alive";
 /// Bytes a sender may send beyond the largest message its channel was made for: a peer
 /// told to append bytes to its reply sends them, and the measuring side reports the reply
 /// too long, rather than the peer failing to loan room for it.
@@ -101,6 +106,14 @@ pub(crate) fn prefix_of(dir_name: &str) -> String {
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
     }
     format!("{PREFIX_START}{:012x}.", hash & 0xffff_ffff_ffff)
+}
+
+/// The prefix a /dev/shm name made by [`prefix_of`]'s channels starts with, if it is one.
+pub(crate) fn prefix_in(name: &str) -> Option<&str> {
+    let hash = name.strip_prefix(PREFIX_START)?.get(..13)?;
+    let (hex, dot) = hash.split_at(12);
+    (dot == "." && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| &name[..PREFIX_START.len() + 13])
 }
 
 /// The iceoryx2 configuration of a channel: the defaults, with every file under `root`
@@ -250,12 +263,16 @@ struct Ends {
 }
 
 /// What the measuring side made on disk: the root directory and the prefix of its
-/// segments. Dropped after the [`Ends`] (declared after them), it removes whatever
-/// iceoryx2 left in /dev/shm under the prefix (the node counter `<prefix>node.*.
-/// global_mgmt`, which iceoryx2 never removes; a stalled peer's segments), then the
-/// directory.
+/// segments, and `<prefix>alive` in /dev/shm, which it holds locked ([`LifeLock`]) while
+/// the channel lives, so that the sweep can tell the prefix's names abandoned even once
+/// the root is gone (an older ipc-matrix's sweep removes the root and knows nothing of
+/// them). Dropped after the [`Ends`] (declared after them), it removes whatever iceoryx2
+/// left in /dev/shm under the prefix (the node counter `<prefix>…node.*.global_mgmt`,
+/// which iceoryx2 never removes; a stalled peer's segments), the lock file with them, then
+/// the directory.
 struct RunFiles {
     prefix: String,
+    _alive: LifeLock,
     root: PrivateDir,
 }
 
@@ -268,8 +285,22 @@ impl RunFiles {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let prefix = prefix_of(&name);
+        // Before any file of the prefix exists: a name of the prefix without it is an
+        // orphan.
+        let lock = Path::new(SEGMENT_DIR).join(format!("{prefix}{ALIVE}"));
+        let alive = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&lock)
+            .and_then(|_| LifeLock::hold(&lock))
+            .map_err(TransportError::io(
+                "creating the iceoryx2 prefix's lock file",
+            ))?;
         Ok(Self {
-            prefix: prefix_of(&name),
+            prefix,
+            _alive: alive,
             root,
         })
     }
@@ -278,7 +309,7 @@ impl RunFiles {
 impl Drop for RunFiles {
     fn drop(&mut self) {
         remove_segments(Path::new(SEGMENT_DIR), &self.prefix);
-        // The PrivateDir goes next, with everything iceoryx2 made under it.
+        // The lock goes next, then the PrivateDir, with everything iceoryx2 made under it.
     }
 }
 
@@ -770,6 +801,25 @@ mod tests {
         assert!(a.starts_with(PREFIX_START) && a.ends_with('.'), "{a}");
         assert_eq!(a.len(), PREFIX_START.len() + 13);
         assert!(!a.starts_with(crate::ARTIFACT_PREFIX));
+    }
+
+    #[test]
+    fn a_name_of_a_prefix_says_its_prefix() {
+        let prefix = prefix_of("ipc-matrix.1.2.3");
+        let name = format!("{prefix}0354a209029e7d09_1584.data");
+        assert_eq!(prefix_in(&name), Some(prefix.as_str()));
+        assert_eq!(
+            prefix_in(&format!("{prefix}{ALIVE}")),
+            Some(prefix.as_str())
+        );
+        for other in [
+            "iox2_node.global_mgmt",
+            "iox2.12345.x",
+            "iox2.0123456789ag.a",
+            "ipc-matrix.1.2",
+        ] {
+            assert_eq!(prefix_in(other), None, "{other}");
+        }
     }
 
     #[test]
