@@ -443,3 +443,151 @@ fn the_next_run_removes_temporary_files_of_crashed_writes_and_keeps_the_rest() {
     }
     drop(held);
 }
+
+/// Two long iceoryx2 cells, blocking then busy-poll, and a quick cell for the run after.
+const ICEORYX2_MATRIX: &str = r#"
+version: 1
+targets:
+  - { triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }
+profiles:
+  quick: { description: test }
+scenarios:
+  - { name: echo, kind: echo, transports: [iceoryx2], wake: [blocking, busy-poll], payloads: [200B], iterations: 3000000, warmup: 10, timeout: 5s }
+  - { name: after, kind: echo, transports: [tcp], payloads: [200B], iterations: 100, warmup: 0, timeout: 5s }
+"#;
+
+/// The iceoryx2 root directory and /dev/shm prefix of the channel peer `pid` serves, read
+/// from its command line (`serve --config <json>`, whose address names both).
+fn iceoryx2_files_of_peer(pid: u32) -> Option<(PathBuf, String)> {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let text = String::from_utf8_lossy(&cmdline);
+    let config = text.split('\0').skip_while(|a| *a != "--config").nth(1)?;
+    let config: serde_json::Value = serde_json::from_str(config).ok()?;
+    let address = &config["address"];
+    if address["transport"] != "iceoryx2" {
+        return None;
+    }
+    Some((
+        PathBuf::from(address["root"].as_str()?),
+        address["prefix"].as_str()?.to_string(),
+    ))
+}
+
+/// What is left of an iceoryx2 channel: its root directory and its /dev/shm names.
+fn iceoryx2_leftovers((root, prefix): &(PathBuf, String)) -> Vec<PathBuf> {
+    let mut left: Vec<PathBuf> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix.as_str()))
+        .map(|e| e.path())
+        .collect();
+    if root.exists() {
+        left.push(root.clone());
+    }
+    left.sort();
+    left
+}
+
+/// The peer of the cell that runs now, once it serves a channel other than `not`; with
+/// the channel's files.
+fn next_iceoryx2_peer(run: u32, not: Option<&str>) -> (u32, (PathBuf, String)) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        for peer in children(run) {
+            if let Some(files) = iceoryx2_files_of_peer(peer) {
+                if Some(files.1.as_str()) != not {
+                    return (peer, files);
+                }
+            }
+        }
+        assert!(Instant::now() < deadline, "no iceoryx2 peer of run {run}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// `kill -9` of an iceoryx2 peer mid-cell: the measuring side notices, fails the cell and,
+/// dropping the channel, removes everything of it at once (iceoryx2's cleanup of the dead
+/// node, then the prefix's names left in /dev/shm, then the root). `kill -9` of the
+/// measuring process mid-cell (its peer dies with it): the channel's root directory and
+/// its /dev/shm names are left, and the next run removes them all, naming each.
+#[test]
+fn a_killed_iceoryx2_cell_leaves_nothing_once_the_next_run_starts() {
+    let s = Scratch::new("crash-iceoryx2", ICEORYX2_MATRIX);
+    let mut run = s
+        .command(&["run", "--out", "out", "--filter", "/^echo::/"])
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = run.id();
+    let lines = lines_of(&mut run);
+
+    // The first cell (blocking): its peer is killed mid-run.
+    let (peer, first) = next_iceoryx2_peer(pid, None);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !iceoryx2_leftovers(&first).is_empty(),
+        "a running iceoryx2 cell has no files under {first:?}"
+    );
+    sigkill(peer);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let verdict = std::iter::from_fn(|| {
+        lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .ok()
+    })
+    .find(|line| line.starts_with("FAIL") || line.starts_with("PASS"));
+    let verdict = verdict.expect("the cell whose peer was killed did not end");
+    assert!(
+        verdict.starts_with("FAIL") && verdict.contains("echo::iceoryx2-blocking::200B"),
+        "{verdict}"
+    );
+    assert_eq!(
+        iceoryx2_leftovers(&first),
+        Vec::<PathBuf>::new(),
+        "the cell whose peer was killed left files behind"
+    );
+
+    // The second cell (busy-poll): the measuring process is killed mid-run.
+    let (_, second) = next_iceoryx2_peer(pid, Some(&first.1));
+    std::thread::sleep(Duration::from_millis(300));
+    sigkill(pid);
+    run.wait().unwrap();
+    drop(lines);
+    let left = iceoryx2_leftovers(&second);
+    assert!(
+        left.iter().any(|p| p.starts_with("/dev/shm")) && left.contains(&second.0),
+        "the killed run left no segment and no root to remove: {left:?}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !live_members(pid).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        live_members(pid),
+        Vec::<u32>::new(),
+        "processes of the killed run are left"
+    );
+    std::thread::sleep(SWEEP_GRACE);
+
+    let next = s.run(&["run", "--out", "out", "--filter", "/^after::/"]);
+    assert_eq!(next.status.code(), Some(0), "{}", text(&next));
+    for path in &left {
+        assert!(
+            text(&next).contains(&format!(
+                "removed a leftover of a crashed run: {}",
+                path.display()
+            )),
+            "{} was not named as removed:\n{}",
+            path.display(),
+            text(&next)
+        );
+    }
+    assert_eq!(
+        iceoryx2_leftovers(&second),
+        Vec::<PathBuf>::new(),
+        "left by the killed run after the next one started"
+    );
+    eprintln!("the killed run left {left:?}; the next run removed them");
+}

@@ -93,22 +93,19 @@ fn run_matrix_cell(cell: &Cell, out: &Path) -> Result<(), Failed> {
 /// The round trip (0-based, warm-up included) whose reply the peer spoils.
 const FAULT_AT: u64 = 4;
 
-/// Every transport of an echo cell, shared memory in each wake mode.
+/// Every transport of an echo cell, those with wake modes (shared memory) in each.
 fn echo_variants() -> Vec<(TransportKind, Option<WakeMode>)> {
-    let mut variants = vec![
-        (TransportKind::Shm, Some(WakeMode::Blocking)),
-        (TransportKind::Shm, Some(WakeMode::BusyPoll)),
-    ];
-    variants.extend(
-        ChannelKind::ALL
-            .into_iter()
-            .filter(|c| *c != ChannelKind::Shm)
-            .map(|c| (TransportKind::from(c), None)),
-    );
-    variants
+    ChannelKind::ALL
+        .into_iter()
+        .map(TransportKind::from)
+        .flat_map(|t| match t.has_wake_modes() {
+            true => vec![(t, Some(WakeMode::Blocking)), (t, Some(WakeMode::BusyPoll))],
+            false => vec![(t, None)],
+        })
+        .collect()
 }
 
-/// One test per transport (and shm wake mode) and fault.
+/// One test per transport (and wake mode) and fault.
 fn fault_trials() -> Vec<Trial> {
     let mut trials = Vec::new();
     for (transport, wake) in echo_variants() {

@@ -55,7 +55,8 @@ pub fn probe_for(cell: &Cell) -> Option<FloorProbe> {
         return None;
     }
     Some(match cell.transport.channel()? {
-        ChannelKind::Shm => match cell.wake.unwrap_or(WakeMode::Blocking) {
+        // iceoryx2 is shared memory too: its floor is the same handoff.
+        ChannelKind::Shm | ChannelKind::Iceoryx2 => match cell.wake.unwrap_or(WakeMode::Blocking) {
             WakeMode::BusyPoll => FloorProbe::Spin,
             WakeMode::Blocking => FloorProbe::Futex,
         },

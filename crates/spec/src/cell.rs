@@ -84,8 +84,8 @@ impl Scenario {
         s
     }
 
-    /// The transports of its cells, each with its wake mode: shm once per wake mode
-    /// (both when none is given), the others once.
+    /// The transports of its cells, each with its wake mode: a transport that has wake
+    /// modes (shm) once per wake mode (both when none is given), the others once.
     fn channels(&self) -> Vec<(TransportKind, Option<WakeMode>)> {
         let wakes = match self.wake.as_slice() {
             [] => &[WakeMode::Blocking, WakeMode::BusyPoll][..],
@@ -93,9 +93,9 @@ impl Scenario {
         };
         self.transports
             .iter()
-            .flat_map(|&transport| match transport {
-                TransportKind::Shm => wakes.iter().map(|&w| (transport, Some(w))).collect(),
-                _ => vec![(transport, None)],
+            .flat_map(|&transport| match transport.has_wake_modes() {
+                true => wakes.iter().map(|&w| (transport, Some(w))).collect(),
+                false => vec![(transport, None)],
             })
             .collect()
     }

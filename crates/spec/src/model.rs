@@ -128,6 +128,8 @@ pub enum TransportKind {
     Udp,
     /// An anonymous pipe each way, inherited by the peer process.
     Pipe,
+    /// iceoryx2 (zero-copy shared memory): a publish-subscribe service each way.
+    Iceoryx2,
     /// A file in a private temporary directory: where `logging` cells write. Not a
     /// channel: no peer reads it.
     File,
@@ -153,8 +155,14 @@ impl TransportKind {
             TransportKind::Tcp => "tcp",
             TransportKind::Udp => "udp",
             TransportKind::Pipe => "pipe",
+            TransportKind::Iceoryx2 => "iceoryx2",
             TransportKind::File => "file",
         }
+    }
+
+    /// Comes in wake modes (see [`ChannelKind::has_wake_modes`]); `file` does not.
+    pub fn has_wake_modes(self) -> bool {
+        self.channel().is_some_and(ChannelKind::has_wake_modes)
     }
 
     /// The channel this transport is; `None` for `file`, which carries no messages
@@ -166,6 +174,7 @@ impl TransportKind {
             TransportKind::Tcp => Some(ChannelKind::Tcp),
             TransportKind::Udp => Some(ChannelKind::Udp),
             TransportKind::Pipe => Some(ChannelKind::Pipe),
+            TransportKind::Iceoryx2 => Some(ChannelKind::Iceoryx2),
             TransportKind::File => None,
         }
     }
@@ -191,16 +200,19 @@ pub enum ChannelKind {
     Udp,
     /// An anonymous pipe each way, inherited by the peer process.
     Pipe,
+    /// iceoryx2 (zero-copy shared memory): a publish-subscribe service each way.
+    Iceoryx2,
 }
 
 impl ChannelKind {
     /// Every channel.
-    pub const ALL: [ChannelKind; 5] = [
+    pub const ALL: [ChannelKind; 6] = [
         ChannelKind::Shm,
         ChannelKind::Local,
         ChannelKind::Tcp,
         ChannelKind::Udp,
         ChannelKind::Pipe,
+        ChannelKind::Iceoryx2,
     ];
 
     /// The transport of the same name.
@@ -211,6 +223,7 @@ impl ChannelKind {
             ChannelKind::Tcp => TransportKind::Tcp,
             ChannelKind::Udp => TransportKind::Udp,
             ChannelKind::Pipe => TransportKind::Pipe,
+            ChannelKind::Iceoryx2 => TransportKind::Iceoryx2,
         }
     }
 
@@ -218,12 +231,22 @@ impl ChannelKind {
         self.transport().as_str()
     }
 
+    /// Comes in wake modes ([`WakeMode`]): a waiting side either sleeps until woken or
+    /// spins. Its cells and conformance subjects are one per wake mode
+    /// (`shm-blocking`, `iceoryx2-busy`); every other channel's are one.
+    pub fn has_wake_modes(self) -> bool {
+        match self {
+            ChannelKind::Shm | ChannelKind::Iceoryx2 => true,
+            ChannelKind::Local | ChannelKind::Tcp | ChannelKind::Udp | ChannelKind::Pipe => false,
+        }
+    }
+
     /// Carries a byte stream that messages are framed on (a message larger than the
     /// kernel's buffer then takes as many reads and writes as the timing allows).
     pub fn is_byte_stream(self) -> bool {
         match self {
             ChannelKind::Local | ChannelKind::Tcp | ChannelKind::Pipe => true,
-            ChannelKind::Shm | ChannelKind::Udp => false,
+            ChannelKind::Shm | ChannelKind::Udp | ChannelKind::Iceoryx2 => false,
         }
     }
 }
@@ -240,7 +263,8 @@ impl fmt::Display for ChannelKind {
     }
 }
 
-/// How a waiting side learns that the other side has written: applies to shared memory.
+/// How a waiting side learns that the other side has written: applies to the channels
+/// that have wake modes ([`ChannelKind::has_wake_modes`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum WakeMode {
@@ -272,7 +296,8 @@ impl WakeMode {
 pub struct Scenario {
     pub name: String,
     pub transports: Vec<TransportKind>,
-    /// Wake modes for `shm`; both when empty. Only given when shm is among the transports.
+    /// Wake modes for the transports that have them (`shm`); both when empty. Only given
+    /// when such a transport is listed.
     pub wake: Vec<WakeMode>,
     pub payloads: Vec<ByteSize>,
     pub iterations: Count,

@@ -356,11 +356,19 @@ fn check_scenario(scenario: &RawScenario, i: usize, out: &mut Problems) -> Optio
             ));
         }
     }
-    if !scenario.wake.is_empty() && !transports.contains(&TransportKind::Shm) {
+    if !scenario.wake.is_empty() && !transports.iter().any(|t| t.has_wake_modes()) {
+        let waking: Vec<TransportKind> = TransportKind::CHANNELS
+            .into_iter()
+            .filter(|t| t.has_wake_modes())
+            .collect();
+        let names = waking.iter().map(|t| t.as_str()).collect::<Vec<_>>();
         out.push((
             at("wake"),
-            "wake modes apply only to the shm transport; remove `wake` or add shm to transports"
-                .into(),
+            format!(
+                "wake modes apply only to the {} transport{}; remove `wake` or add one to transports",
+                names.join(", "),
+                if names.len() == 1 { "" } else { "s" }
+            ),
         ));
     }
     let work = kind.parse(scenario, i, out);

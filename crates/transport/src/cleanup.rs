@@ -170,7 +170,9 @@ pub struct Removed {
 
 /// Removes segments in /dev/shm and directories in the temporary directory whose creators
 /// are gone: their life lock is free. Those of live processes, in this PID namespace or
-/// any other, are left alone.
+/// any other, are left alone. A directory that was the root of an iceoryx2 channel takes
+/// its segments with it (`iox2.<hash of its name>.*` in /dev/shm, which carry no lock of
+/// their own and are never judged alone): see `iceoryx2::remove_run`.
 pub fn remove_stale_artifacts() -> Removed {
     remove_stale_artifacts_in(Path::new("/dev/shm"), &std::env::temp_dir())
 }
@@ -207,6 +209,11 @@ pub fn remove_stale_artifacts_in(segments: &Path, temp: &Path) -> Removed {
             let gone = if is_segment {
                 std::fs::remove_file(&path).is_ok()
             } else {
+                // A private directory may be the root of an iceoryx2 channel, whose
+                // segments are in /dev/shm under a prefix of its own: they go first.
+                removed
+                    .paths
+                    .extend(crate::iceoryx2::remove_run(&path, segments));
                 std::fs::remove_dir_all(&path).is_ok()
             };
             if gone {
@@ -214,7 +221,47 @@ pub fn remove_stale_artifacts_in(segments: &Path, temp: &Path) -> Removed {
             }
         }
     }
+    remove_stale_iceoryx2(segments, &mut removed);
     removed
+}
+
+/// Removes the /dev/shm names of iceoryx2 channels whose creator is gone although their
+/// root directory is not there for the sweep above to find (a sweep of an older
+/// ipc-matrix removed it): the names of a prefix go when its `<prefix>alive` lock is
+/// free, or when there is no such file (it is made before any other name of the prefix
+/// and removed with them), once the names are over a second old.
+fn remove_stale_iceoryx2(segments: &Path, removed: &mut Removed) {
+    let Ok(entries) = std::fs::read_dir(segments) else {
+        return;
+    };
+    let mut by_prefix: std::collections::BTreeMap<String, Vec<PathBuf>> = Default::default();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(prefix) = crate::iceoryx2::prefix_in(&name) {
+            if owned_by_us(&entry.path()) {
+                by_prefix
+                    .entry(prefix.to_string())
+                    .or_default()
+                    .push(entry.path());
+            }
+        }
+    }
+    for (prefix, paths) in by_prefix {
+        let lock = segments.join(format!("{prefix}{}", crate::iceoryx2::ALIVE));
+        let abandoned = match liveness(&lock) {
+            Liveness::Alive => false,
+            Liveness::Abandoned | Liveness::Unknown => {
+                paths.iter().all(|p| older_than(p, CREATION_GRACE))
+            }
+        };
+        if abandoned {
+            for path in paths {
+                if std::fs::remove_file(&path).is_ok() {
+                    removed.paths.push(path);
+                }
+            }
+        }
+    }
 }
 
 fn older_than(path: &Path, age: Duration) -> bool {

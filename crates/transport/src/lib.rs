@@ -9,6 +9,7 @@
 mod cleanup;
 mod error;
 mod framing;
+mod iceoryx2;
 mod local;
 mod pipe;
 mod platform;
@@ -92,6 +93,15 @@ pub enum PeerAddress {
         read_fd: RawFd,
         write_fd: RawFd,
     },
+    /// iceoryx2 services under a private root directory and /dev/shm prefix, made by
+    /// process `owner_pid` for messages of up to `max_message` bytes.
+    Iceoryx2 {
+        root: std::path::PathBuf,
+        prefix: String,
+        wake: WakeMode,
+        max_message: usize,
+        owner_pid: u32,
+    },
 }
 
 /// The kind of socket a stack that opens its own sockets (ZeroMQ, Cap'n Proto RPC) can
@@ -111,7 +121,7 @@ impl SocketKind {
         match kind {
             ChannelKind::Tcp => Some(SocketKind::Tcp),
             ChannelKind::Local => Some(SocketKind::Unix),
-            ChannelKind::Shm | ChannelKind::Udp | ChannelKind::Pipe => None,
+            ChannelKind::Shm | ChannelKind::Udp | ChannelKind::Pipe | ChannelKind::Iceoryx2 => None,
         }
     }
 }
@@ -132,6 +142,7 @@ impl PeerAddress {
             PeerAddress::Tcp { .. } => ChannelKind::Tcp,
             PeerAddress::Udp { .. } => ChannelKind::Udp,
             PeerAddress::Pipe { .. } => ChannelKind::Pipe,
+            PeerAddress::Iceoryx2 { .. } => ChannelKind::Iceoryx2,
         }
     }
 
@@ -154,7 +165,9 @@ impl PeerAddress {
                 // up to the returned stream and uses it nowhere else.
                 Ok(Box::new(unsafe { std::fs::File::from_raw_fd(*write_fd) }))
             }
-            PeerAddress::Shm { .. } | PeerAddress::Udp { .. } => return None,
+            PeerAddress::Shm { .. } | PeerAddress::Udp { .. } | PeerAddress::Iceoryx2 { .. } => {
+                return None
+            }
         };
         Some(stream)
     }
@@ -165,7 +178,10 @@ impl PeerAddress {
         match self {
             PeerAddress::Tcp { addr } => Some(SocketEndpoint::Tcp(*addr)),
             PeerAddress::Local { path } => Some(SocketEndpoint::Unix(path.clone())),
-            PeerAddress::Shm { .. } | PeerAddress::Udp { .. } | PeerAddress::Pipe { .. } => None,
+            PeerAddress::Shm { .. }
+            | PeerAddress::Udp { .. }
+            | PeerAddress::Pipe { .. }
+            | PeerAddress::Iceoryx2 { .. } => None,
         }
     }
 
@@ -178,7 +194,8 @@ impl PeerAddress {
             PeerAddress::Shm { .. }
             | PeerAddress::Local { .. }
             | PeerAddress::Tcp { .. }
-            | PeerAddress::Udp { .. } => Vec::new(),
+            | PeerAddress::Udp { .. }
+            | PeerAddress::Iceoryx2 { .. } => Vec::new(),
         }
     }
 }
@@ -187,7 +204,8 @@ impl PeerAddress {
 #[derive(Debug, Clone, Copy)]
 pub struct ListenOptions {
     pub wake: Option<WakeMode>,
-    /// Largest message the cell will send; sizes the shared-memory ring's slots.
+    /// Largest message the cell will send; sizes the shared-memory ring's slots and
+    /// iceoryx2's segments.
     pub max_message: usize,
 }
 
@@ -205,6 +223,10 @@ pub fn listen(
         ChannelKind::Tcp => Box::new(tcp::TcpAcceptor::bind()?),
         ChannelKind::Udp => Box::new(udp::UdpAcceptor::bind()?),
         ChannelKind::Pipe => Box::new(pipe::PipeAcceptor::create()?),
+        ChannelKind::Iceoryx2 => Box::new(iceoryx2::Iceoryx2Acceptor::create(
+            options.wake.unwrap_or(WakeMode::Blocking),
+            options.max_message,
+        )?),
     })
 }
 
@@ -219,5 +241,19 @@ pub fn connect(
         PeerAddress::Tcp { addr } => Box::new(tcp::connect(*addr, deadline)?),
         PeerAddress::Udp { addr } => Box::new(udp::connect(*addr, deadline)?),
         PeerAddress::Pipe { read_fd, write_fd } => Box::new(pipe::connect(*read_fd, *write_fd)?),
+        PeerAddress::Iceoryx2 {
+            root,
+            prefix,
+            wake,
+            max_message,
+            owner_pid,
+        } => Box::new(iceoryx2::connect(
+            root,
+            prefix,
+            *wake,
+            *max_message,
+            *owner_pid,
+            deadline,
+        )?),
     })
 }

@@ -33,7 +33,7 @@ const SLOT_HEADER: usize = 16;
 const RINGS_AT: usize = 128;
 const SLOTS_AT: usize = 4096;
 /// How often a waiter checks that the other process still lives.
-const LIVENESS_PERIOD: Duration = Duration::from_millis(20);
+pub(crate) const LIVENESS_PERIOD: Duration = Duration::from_millis(20);
 /// Spins between two looks at the clock in busy-poll mode.
 const SPINS_PER_CHECK: u32 = 1024;
 
@@ -373,19 +373,19 @@ fn checked_layout(slot_size: u32, slots: u32, real_len: usize) -> Result<Layout,
 /// Whether a spinning waiter spins on without looking at the clock (its deadline, the
 /// other side's liveness) after `spins` spins: it looks every SPINS_PER_CHECK. Looking
 /// more often only costs time.
-fn keep_spinning(spins: u32) -> bool {
+pub(crate) fn keep_spinning(spins: u32) -> bool {
     !spins.is_multiple_of(SPINS_PER_CHECK)
 }
 
 /// When a waiter looks whether the other process still lives: LIVENESS_PERIOD after it
 /// began to wait, then every LIVENESS_PERIOD. Looking more often only costs time.
 #[derive(Default)]
-struct LivenessChecks {
+pub(crate) struct LivenessChecks {
     next: Option<Instant>,
 }
 
 impl LivenessChecks {
-    fn due(&mut self, now: Instant) -> bool {
+    pub(crate) fn due(&mut self, now: Instant) -> bool {
         let at = *self.next.get_or_insert(now + LIVENESS_PERIOD);
         if now < at {
             return false;

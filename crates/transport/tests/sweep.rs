@@ -104,6 +104,59 @@ fn a_recent_artefact_without_a_lock_is_left_alone() {
     assert!(dir.is_dir());
 }
 
+/// iceoryx2's names in /dev/shm carry no lock of their own: `<prefix>alive`, held by the
+/// channel's creator, speaks for every name of its prefix. They stay while it is held, go
+/// once it is free, and go without it (it is made first and removed last) once they are
+/// over a second old.
+#[test]
+fn iceoryx2_names_go_with_their_prefix_lock_or_without_one() {
+    let s = Scratch::new("iceoryx2");
+    let names = |prefix: &str| {
+        [
+            "alive",
+            "0354a2_1584.data",
+            "9204dd_node.0_10_0.global_mgmt",
+        ]
+        .map(|n| s.shm().join(format!("{prefix}{n}")))
+    };
+    let live = names("iox2.0123456789ab.");
+    let dead = names("iox2.00000000cafe.");
+    let orphans = names("iox2.0000000beef0.");
+    for path in live.iter().chain(&dead).chain(&orphans) {
+        std::fs::write(path, b"").unwrap();
+    }
+    std::fs::remove_file(&orphans[0]).unwrap();
+    // Not iceoryx2's names of ours: left alone whatever their age.
+    let foreign = s.shm().join("iox2_node.0_10_0.global_mgmt");
+    std::fs::write(&foreign, b"").unwrap();
+    let lock = locked(&live[0]);
+    assert!(
+        s.sweep().is_empty(),
+        "names younger than a second were removed"
+    );
+    for path in live
+        .iter()
+        .chain(&dead)
+        .chain(&orphans[1..])
+        .chain([&foreign])
+    {
+        age(path);
+    }
+    let mut expected: Vec<PathBuf> = dead.iter().chain(&orphans[1..]).cloned().collect();
+    expected.sort();
+    let mut swept = s.sweep();
+    swept.sort();
+    assert_eq!(swept, expected);
+    assert!(live.iter().all(|p| p.exists()) && foreign.exists());
+    drop(lock);
+    let mut swept = s.sweep();
+    swept.sort();
+    let mut expected = live.to_vec();
+    expected.sort();
+    assert_eq!(swept, expected);
+    assert!(foreign.exists());
+}
+
 #[test]
 fn a_private_directory_of_this_process_survives_a_sweep_of_the_real_folders() {
     let dir = PrivateDir::create().unwrap();

@@ -40,12 +40,12 @@ impl Subject {
     }
 }
 
-/// Every transport and wake mode the contract is checked for: every channel, shared
-/// memory in each of its wake modes.
+/// Every transport and wake mode the contract is checked for: every channel, those that
+/// have wake modes (shared memory) in each of them.
 pub fn subjects() -> Vec<Subject> {
     let mut subjects = Vec::new();
     for kind in ChannelKind::ALL {
-        if kind == ChannelKind::Shm {
+        if kind.has_wake_modes() {
             for wake in [WakeMode::Blocking, WakeMode::BusyPoll] {
                 subjects.push(Subject {
                     kind,

@@ -1,0 +1,839 @@
+//! iceoryx2 (zero-copy shared memory, <https://iceoryx.io>): two publish-subscribe
+//! services of `[u8]`, one per direction (measuring side -> peer, peer -> measuring side),
+//! and in blocking mode an event service per direction to wake the reader.
+//!
+//! Request-response would fit an echo, not the [`Channel`] contract: either side sends
+//! many messages back to back (the conformance suite sends 10,000), without a request
+//! pending. Publish-subscribe maps one to one: a send loans a chunk of the sender's
+//! segment (`loan_slice_uninit`), copies the caller's bytes into it once
+//! (`write_from_slice`) and publishes its offset; a receive copies the chunk once into the
+//! caller's buffer and returns it. No other copy is made.
+//!
+//! - **Flow control.** Safe overflow is off (the default overwrites the oldest message),
+//!   every segment is allocated once, sized for the largest message (`Static`), and a full
+//!   queue holds the sender in iceoryx2's retry loop, through a backpressure handler that
+//!   gives up at the send's deadline or once the other process is gone (without one,
+//!   iceoryx2 retries for ever).
+//! - **Waiting.** Nothing in iceoryx2 notices a dead peer, and receiving never blocks:
+//!   busy-poll spins on `receive`, looking at the clock every `SPINS_PER_CHECK` spins and
+//!   at the other process every `LIVENESS_PERIOD`, as `shm.rs` does; blocking waits on the
+//!   direction's event listener, in slices of at most `LIVENESS_PERIOD` and at least 1 ms
+//!   (iceoryx2 turns a timeout under a microsecond into "wait for ever").
+//! - **Trust.** iceoryx2 builds a received slice from the length the sender wrote in the
+//!   sample's header. That length is checked against the receiver's limit and the most the
+//!   sender's publisher may loan before a byte is read, so a lying sender cannot make this
+//!   side read past a chunk; the chunk's offset itself is iceoryx2's to check. Its model is
+//!   a cooperative peer of the same user, less strict than `shm.rs`, which checks every
+//!   offset the other side writes.
+//! - **Files.** Every file iceoryx2 makes lives under a root directory that is a
+//!   [`PrivateDir`] of the measuring side, or in /dev/shm under a prefix made from that
+//!   directory's name ([`prefix_of`]): `iox2.`, not our own `ipc-matrix.`, so the sweep of
+//!   /dev/shm never judges them by a lock they do not have; `<prefix>alive`, locked by the
+//!   measuring side while the channel lives, speaks for them all. They go when the
+//!   channel is dropped and, after a crash, when the next sweep removes the directory
+//!   ([`remove_run`]), or finds the prefix's lock free with the directory already gone.
+//! - **Process.** No signal handlers (`SignalHandlingMode::Disabled`), no configuration
+//!   file looked up (`Config::default()`, never `Config::global_config()`), and ports of
+//!   `ipc_threadsafe::Service`, whose ports are `Send` as a channel must be.
+
+use crate::cleanup::{LifeLock, PrivateDir};
+use crate::framing::remaining;
+use crate::platform::{current_pid, ensure_alive, process_alive};
+use crate::shm::{keep_spinning, LivenessChecks, LIVENESS_PERIOD};
+use crate::{Acceptor, Channel, PeerAddress, TransportError, WakeMode};
+use iceoryx2::port::listener::Listener;
+use iceoryx2::port::notifier::Notifier;
+use iceoryx2::port::publisher::Publisher;
+use iceoryx2::port::subscriber::Subscriber;
+use iceoryx2::port::{BackpressureAction, BackpressureInfo, LoanError, SendError};
+use iceoryx2::prelude::{
+    ipc_threadsafe, AllocationStrategy, BackpressureStrategy, Config, FileName, Node, NodeBuilder,
+    PayloadHeader, PortFactory, SemanticString, ServiceName, SignalHandlingMode,
+};
+use iceoryx2::service::port_factory::event::PortFactory as EventService;
+use iceoryx2::service::port_factory::publish_subscribe::PortFactory as PubSubService;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The service type: ports of `ipc::Service` hold an `Rc` and are not `Send`.
+type S = ipc_threadsafe::Service;
+/// One direction's publish-subscribe service.
+type Messages = PubSubService<S, [u8], ()>;
+
+/// Where POSIX shared memory segments appear as files on Linux.
+const SEGMENT_DIR: &str = "/dev/shm";
+/// The start of every /dev/shm name iceoryx2 makes for us (see [`prefix_of`]).
+pub(crate) const PREFIX_START: &str = "iox2.";
+/// The name after the prefix of the file in /dev/shm whose lock says the prefix's
+/// creator lives (see [`RunFiles`]).
+pub(crate) const ALIVE: &str = "alive";
+/// Bytes a sender may send beyond the largest message its channel was made for: a peer
+/// told to append bytes to its reply sends them, and the measuring side reports the reply
+/// too long, rather than the peer failing to loan room for it.
+const SLACK: usize = 1024;
+/// The most a channel's segments hold per direction, in messages in flight, when the
+/// largest message is small; large messages get fewer, down to 1 (see [`slots_for`]).
+const MAX_SLOTS: usize = 8;
+/// Messages in flight per direction are chosen so that they hold about this much.
+const SLOTS_BUDGET: usize = 64 << 20;
+/// A Unix socket's name (`sun_path`) holds at most this many bytes before its NUL.
+const MAX_SOCKET_PATH: usize = 107;
+/// What iceoryx2 adds to the root and prefix in an event socket's name: a listener id
+/// (a u128 in decimal, up to 39 digits) and `.event`.
+const EVENT_NAME_TAIL: usize = 39 + ".event".len();
+
+/// The services of one channel, by direction.
+const TO_PEER: &str = "to-peer";
+const TO_MEASURING: &str = "to-measuring";
+const WAKE_SUFFIX: &str = ".wake";
+
+/// Messages in flight per direction for messages of up to `max_message` bytes.
+fn slots_for(max_message: usize) -> usize {
+    (SLOTS_BUDGET / max_message.max(1)).clamp(1, MAX_SLOTS)
+}
+
+/// The /dev/shm prefix of the iceoryx2 files of the run whose root is the private
+/// directory named `dir_name`: `iox2.` and 48 bits of an FNV-1a hash of the name. Short,
+/// because an event socket's path holds the root, the prefix and a 39-digit id in 107
+/// bytes; derived, so that whoever removes the directory finds its segments.
+pub(crate) fn prefix_of(dir_name: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in dir_name.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{PREFIX_START}{:012x}.", hash & 0xffff_ffff_ffff)
+}
+
+/// The prefix a /dev/shm name made by [`prefix_of`]'s channels starts with, if it is one.
+pub(crate) fn prefix_in(name: &str) -> Option<&str> {
+    let hash = name.strip_prefix(PREFIX_START)?.get(..13)?;
+    let (hex, dot) = hash.split_at(12);
+    (dot == "." && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| &name[..PREFIX_START.len() + 13])
+}
+
+/// The iceoryx2 configuration of a channel: the defaults, with every file under `root`
+/// and every /dev/shm name starting with `prefix`. Dead nodes are cleaned up when a node is
+/// created and dropped and when a service is opened (iceoryx2's defaults, kept).
+fn config(root: &Path, prefix: &str) -> Result<Config, TransportError> {
+    let mut config = Config::default();
+    let mut root_text = root.to_string_lossy().into_owned();
+    if !root_text.ends_with('/') {
+        root_text.push('/');
+    }
+    let path = iceoryx2::prelude::Path::new(root_text.as_bytes())
+        .map_err(iox("naming the iceoryx2 root directory"))?;
+    config.global.set_root_path(&path);
+    config.global.prefix =
+        FileName::new(prefix.as_bytes()).map_err(iox("naming the iceoryx2 prefix"))?;
+    Ok(config)
+}
+
+/// An iceoryx2 error, which says only its variant, as an I/O error with its context.
+fn iox<E: std::fmt::Debug>(context: &'static str) -> impl FnOnce(E) -> TransportError {
+    move |e| TransportError::Io {
+        context,
+        source: std::io::Error::other(format!("{e:?}")),
+    }
+}
+
+fn node(config: &Config) -> Result<Node<S>, TransportError> {
+    NodeBuilder::new()
+        .config(config)
+        .signal_handling_mode(SignalHandlingMode::Disabled)
+        .create::<S>()
+        .map_err(iox("creating the iceoryx2 node"))
+}
+
+fn service_name(name: &str) -> Result<ServiceName, TransportError> {
+    ServiceName::new(name).map_err(iox("naming an iceoryx2 service"))
+}
+
+/// The settings of one direction's publish-subscribe service: one publisher, one
+/// subscriber, two nodes, no history, `slots` messages in flight, none lost.
+fn pubsub(
+    node: &Node<S>,
+    name: &str,
+    slots: usize,
+) -> Result<iceoryx2::service::builder::publish_subscribe::Builder<[u8], (), S>, TransportError> {
+    Ok(node
+        .service_builder(&service_name(name)?)
+        .publish_subscribe::<[u8]>()
+        .max_publishers(1)
+        .max_subscribers(1)
+        .max_nodes(2)
+        .history_size(0)
+        .subscriber_max_buffer_size(slots)
+        .subscriber_max_borrowed_samples(1)
+        .enable_safe_overflow(false))
+}
+
+fn event(
+    node: &Node<S>,
+    name: &str,
+) -> Result<iceoryx2::service::builder::event::Builder<S>, TransportError> {
+    Ok(node
+        .service_builder(&service_name(&format!("{name}{WAKE_SUFFIX}"))?)
+        .event()
+        .max_notifiers(1)
+        .max_listeners(1)
+        .max_nodes(2))
+}
+
+/// Why the backpressure handler gave up a send.
+const GAVE_UP_NOT: u8 = 0;
+const GAVE_UP_DEADLINE: u8 = 1;
+const GAVE_UP_GONE: u8 = 2;
+
+/// What the backpressure handler (which iceoryx2 calls while the other side's queue is
+/// full) needs to know of the send in progress: its deadline, the other process, when it
+/// last looked at that process; and what it decided.
+struct SendWatch {
+    epoch: Instant,
+    /// The send's deadline, in nanoseconds after `epoch`.
+    deadline: AtomicU64,
+    /// The other process; 0 until the measuring side has accepted its peer.
+    other: AtomicU32,
+    /// How long this send had been held when the handler last looked at the other
+    /// process, plus LIVENESS_PERIOD: when it looks next (nanoseconds).
+    next_look: AtomicU64,
+    gave_up: AtomicU8,
+}
+
+impl SendWatch {
+    fn new(other: u32) -> Arc<Self> {
+        Arc::new(Self {
+            epoch: Instant::now(),
+            deadline: AtomicU64::new(u64::MAX),
+            other: AtomicU32::new(other),
+            next_look: AtomicU64::new(0),
+            gave_up: AtomicU8::new(GAVE_UP_NOT),
+        })
+    }
+
+    fn begin(&self, deadline: Instant) {
+        let at = deadline.saturating_duration_since(self.epoch).as_nanos();
+        self.deadline
+            .store(u64::try_from(at).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.next_look.store(0, Ordering::Relaxed);
+        self.gave_up.store(GAVE_UP_NOT, Ordering::Relaxed);
+    }
+
+    /// Retry, unless the deadline has passed or the other process is gone (looked at
+    /// when the send is first held, then every LIVENESS_PERIOD).
+    fn decide(&self, info: &BackpressureInfo) -> BackpressureAction {
+        let now = self.epoch.elapsed().as_nanos();
+        if now >= u128::from(self.deadline.load(Ordering::Relaxed)) {
+            self.gave_up.store(GAVE_UP_DEADLINE, Ordering::Relaxed);
+            return BackpressureAction::DiscardDataAndFail;
+        }
+        let held = u64::try_from(info.elapsed_time.as_nanos()).unwrap_or(u64::MAX);
+        if held >= self.next_look.load(Ordering::Relaxed) {
+            let period = LIVENESS_PERIOD.as_nanos() as u64;
+            self.next_look
+                .store(held.saturating_add(period), Ordering::Relaxed);
+            if !process_alive(self.other.load(Ordering::Relaxed)) {
+                self.gave_up.store(GAVE_UP_GONE, Ordering::Relaxed);
+                return BackpressureAction::DiscardDataAndFail;
+            }
+        }
+        BackpressureAction::Retry
+    }
+}
+
+/// One side's iceoryx2 objects. Fields drop in this order: ports, then their services,
+/// then the node, which removes what it made (and, dropped, cleans up after dead nodes of
+/// the same root and prefix: `cleanup_dead_nodes_on_destruction`).
+struct Ends {
+    publisher: Publisher<S, [u8], ()>,
+    subscriber: Subscriber<S, [u8], ()>,
+    /// Blocking mode: the notifier of the direction this side sends on, the listener of
+    /// the one it receives on.
+    wake: Option<(Notifier<S>, Listener<S>)>,
+    tx: Messages,
+    rx: Messages,
+    /// Blocking mode: the event services of the direction this side sends on and of the
+    /// one it receives on.
+    wake_services: Option<(EventService<S>, EventService<S>)>,
+    _node: Node<S>,
+}
+
+/// What the measuring side made on disk: the root directory and the prefix of its
+/// segments, and `<prefix>alive` in /dev/shm, which it holds locked ([`LifeLock`]) while
+/// the channel lives, so that the sweep can tell the prefix's names abandoned even once
+/// the root is gone (an older ipc-matrix's sweep removes the root and knows nothing of
+/// them). Dropped after the [`Ends`] (declared after them), it removes whatever iceoryx2
+/// left in /dev/shm under the prefix (the node counter `<prefix>…node.*.global_mgmt`,
+/// which iceoryx2 never removes; a stalled peer's segments), the lock file with them, then
+/// the directory.
+struct RunFiles {
+    prefix: String,
+    _alive: LifeLock,
+    root: PrivateDir,
+}
+
+impl RunFiles {
+    fn create() -> Result<Self, TransportError> {
+        let root = PrivateDir::create()
+            .map_err(TransportError::io("creating the iceoryx2 root directory"))?;
+        let name = root
+            .path()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let prefix = prefix_of(&name);
+        // Before any file of the prefix exists: a name of the prefix without it is an
+        // orphan.
+        let lock = Path::new(SEGMENT_DIR).join(format!("{prefix}{ALIVE}"));
+        let alive = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&lock)
+            .and_then(|_| LifeLock::hold(&lock))
+            .map_err(TransportError::io(
+                "creating the iceoryx2 prefix's lock file",
+            ))?;
+        Ok(Self {
+            prefix,
+            _alive: alive,
+            root,
+        })
+    }
+}
+
+impl Drop for RunFiles {
+    fn drop(&mut self) {
+        remove_segments(Path::new(SEGMENT_DIR), &self.prefix);
+        // The lock goes next, then the PrivateDir, with everything iceoryx2 made under it.
+    }
+}
+
+/// The files of `segments` whose names start with `prefix`.
+fn segments_of(segments: &Path, prefix: &str) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(segments) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Removes every file of `segments` whose name starts with `prefix`.
+fn remove_segments(segments: &Path, prefix: &str) {
+    for path in segments_of(segments, prefix) {
+        let _ = std::fs::remove_file(&path);
+    }
+}
+
+/// Removes what a crashed run left of an iceoryx2 channel whose root was `dir` (its
+/// creator gone, its lock free): first iceoryx2's own cleanup, run as any process of that
+/// root and prefix would: creating a node cleans up after the dead nodes it finds
+/// (`cleanup_dead_nodes_on_creation`: their ports leave their services, their segments and
+/// connections go), and `try_cleanup_dead_nodes` asks again; then every /dev/shm name of
+/// the prefix that is left (the node counter, which iceoryx2 never removes). The caller
+/// removes the directory. Returns the /dev/shm paths that were there and are gone.
+pub(crate) fn remove_run(dir: &Path, segments: &Path) -> Vec<PathBuf> {
+    let Some(name) = dir.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return Vec::new();
+    };
+    let prefix = prefix_of(&name);
+    let found = segments_of(segments, &prefix);
+    if dir.join("nodes").is_dir() {
+        if let Ok(config) = config(dir, &prefix) {
+            if let Ok(node) = node(&config) {
+                let _ = node.try_cleanup_dead_nodes();
+            }
+        }
+    }
+    remove_segments(segments, &prefix);
+    found.into_iter().filter(|path| !path.exists()).collect()
+}
+
+/// Fails when the event socket of a channel under `root` with `prefix` would have a name
+/// longer than a Unix socket takes.
+fn check_socket_path(root: &Path, prefix: &str) -> Result<(), TransportError> {
+    let len = root.as_os_str().len() + 1 + prefix.len() + EVENT_NAME_TAIL;
+    if len > MAX_SOCKET_PATH {
+        return Err(TransportError::Io {
+            context: "naming the iceoryx2 event sockets",
+            source: std::io::Error::other(format!(
+                "{}/{prefix}<id>.event would be {len} bytes, more than the {MAX_SOCKET_PATH} \
+                 of a Unix socket's name; set TMPDIR to a shorter directory",
+                root.display()
+            )),
+        });
+    }
+    Ok(())
+}
+
+/// Creates this side's ports on the two directions' services (`tx` it sends on, `rx` it
+/// receives on), publishers sized for `max_message` plus SLACK.
+fn ports(
+    node: Node<S>,
+    (tx, rx): (Messages, Messages),
+    wake_services: Option<(EventService<S>, EventService<S>)>,
+    max_message: usize,
+    watch: &Arc<SendWatch>,
+) -> Result<Ends, TransportError> {
+    // The listener first: once the other side sees this side's publisher and subscriber,
+    // everything it notifies is there.
+    let wake = match &wake_services {
+        Some((tx_wake, rx_wake)) => {
+            let listener = rx_wake
+                .listener_builder()
+                .create()
+                .map_err(iox("creating the iceoryx2 listener"))?;
+            let notifier = tx_wake
+                .notifier_builder()
+                .create()
+                .map_err(iox("creating the iceoryx2 notifier"))?;
+            Some((notifier, listener))
+        }
+        None => None,
+    };
+    let slots = slots_for(max_message);
+    let subscriber = rx
+        .subscriber_builder()
+        .buffer_size(slots)
+        .create()
+        .map_err(iox("creating the iceoryx2 subscriber"))?;
+    let handler_watch = Arc::clone(watch);
+    let publisher = tx
+        .publisher_builder()
+        .initial_max_slice_len(max_message.saturating_add(SLACK))
+        .allocation_strategy(AllocationStrategy::Static)
+        .max_loaned_samples(1)
+        .backpressure_strategy(BackpressureStrategy::RetryUntilDelivered)
+        .set_backpressure_handler(move |info: &BackpressureInfo| handler_watch.decide(info))
+        .create()
+        .map_err(iox("creating the iceoryx2 publisher"))?;
+    Ok(Ends {
+        publisher,
+        subscriber,
+        wake,
+        tx,
+        rx,
+        wake_services,
+        _node: node,
+    })
+}
+
+pub struct Iceoryx2Acceptor {
+    ends: Ends,
+    /// Declared after `ends`: dropped after them.
+    run: RunFiles,
+    wake: WakeMode,
+    max_message: usize,
+    watch: Arc<SendWatch>,
+}
+
+impl Iceoryx2Acceptor {
+    /// Creates the services of both directions and this side's ports, under a new private
+    /// root directory and prefix.
+    pub fn create(wake: WakeMode, max_message: usize) -> Result<Self, TransportError> {
+        let run = RunFiles::create()?;
+        if wake == WakeMode::Blocking {
+            check_socket_path(run.root.path(), &run.prefix)?;
+        }
+        let config = config(run.root.path(), &run.prefix)?;
+        let node = node(&config)?;
+        let slots = slots_for(max_message);
+        let tx = pubsub(&node, TO_PEER, slots)?
+            .create()
+            .map_err(iox("creating the iceoryx2 service to the peer"))?;
+        let rx = pubsub(&node, TO_MEASURING, slots)?
+            .create()
+            .map_err(iox("creating the iceoryx2 service from the peer"))?;
+        let wake_services = match wake {
+            WakeMode::Blocking => Some((
+                event(&node, TO_PEER)?
+                    .create()
+                    .map_err(iox("creating the iceoryx2 event service to the peer"))?,
+                event(&node, TO_MEASURING)?
+                    .create()
+                    .map_err(iox("creating the iceoryx2 event service from the peer"))?,
+            )),
+            WakeMode::BusyPoll => None,
+        };
+        let watch = SendWatch::new(0);
+        let ends = ports(node, (tx, rx), wake_services, max_message, &watch)?;
+        Ok(Self {
+            ends,
+            run,
+            wake,
+            max_message,
+            watch,
+        })
+    }
+
+    /// The peer has made its ports: a subscriber on the service to it, a publisher on the
+    /// service from it and, in blocking mode, a listener on the wake service to it.
+    fn peer_ready(&self) -> bool {
+        self.ends.tx.dynamic_config().number_of_subscribers() >= 1
+            && self.ends.rx.dynamic_config().number_of_publishers() >= 1
+            && self
+                .ends
+                .wake_services
+                .as_ref()
+                .is_none_or(|(to_peer, _)| to_peer.dynamic_config().number_of_listeners() >= 1)
+    }
+}
+
+impl Acceptor for Iceoryx2Acceptor {
+    fn address(&self) -> PeerAddress {
+        PeerAddress::Iceoryx2 {
+            root: self.run.root.path().to_path_buf(),
+            prefix: self.run.prefix.clone(),
+            wake: self.wake,
+            max_message: self.max_message,
+            owner_pid: current_pid(),
+        }
+    }
+
+    fn accept(
+        self: Box<Self>,
+        peer: u32,
+        deadline: Instant,
+    ) -> Result<Box<dyn Channel>, TransportError> {
+        loop {
+            // Alive first, ready second: a peer that made its ports and exited in between
+            // has connected (its death shows later).
+            let alive = ensure_alive(peer, "before it opened its iceoryx2 ports");
+            if self.peer_ready() {
+                break;
+            }
+            alive?;
+            remaining(deadline, "the peer's iceoryx2 ports")?;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        self.watch.other.store(peer, Ordering::Relaxed);
+        let Self {
+            ends,
+            run,
+            wake,
+            max_message,
+            watch,
+        } = *self;
+        Ok(Box::new(Iceoryx2Channel {
+            ends,
+            _run: Some(run),
+            wake,
+            other_pid: peer,
+            max_incoming: max_message.saturating_add(SLACK),
+            watch,
+        }))
+    }
+}
+
+/// The peer's side: opens the services the measuring side made under `root` and
+/// `prefix`, and makes its ports.
+pub fn connect(
+    root: &Path,
+    prefix: &str,
+    wake: WakeMode,
+    max_message: usize,
+    owner: u32,
+    deadline: Instant,
+) -> Result<Iceoryx2Channel, TransportError> {
+    if !prefix.starts_with(PREFIX_START) {
+        return Err(TransportError::Corrupt(format!(
+            "the iceoryx2 prefix {prefix:?} does not start with {PREFIX_START:?}"
+        )));
+    }
+    let config = config(root, prefix)?;
+    let node = node(&config)?;
+    let slots = slots_for(max_message);
+    // The services exist before the peer is started; opening retries until the deadline
+    // all the same.
+    let open_pubsub = |name: &str, what: &'static str| loop {
+        match pubsub(&node, name, slots)?.open() {
+            Ok(service) => return Ok(service),
+            Err(e) => {
+                if remaining(deadline, what).is_err() {
+                    return Err(iox(what)(e));
+                }
+                ensure_alive(owner, "before its iceoryx2 services could be opened")?;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    };
+    let tx = open_pubsub(
+        TO_MEASURING,
+        "opening the iceoryx2 service to the measuring side",
+    )?;
+    let rx = open_pubsub(
+        TO_PEER,
+        "opening the iceoryx2 service from the measuring side",
+    )?;
+    let wake_services = match wake {
+        WakeMode::Blocking => Some((
+            event(&node, TO_MEASURING)?.open().map_err(iox(
+                "opening the iceoryx2 event service to the measuring side",
+            ))?,
+            event(&node, TO_PEER)?.open().map_err(iox(
+                "opening the iceoryx2 event service from the measuring side",
+            ))?,
+        )),
+        WakeMode::BusyPoll => None,
+    };
+    let watch = SendWatch::new(owner);
+    let ends = ports(node, (tx, rx), wake_services, max_message, &watch)?;
+    Ok(Iceoryx2Channel {
+        ends,
+        _run: None,
+        wake,
+        other_pid: owner,
+        max_incoming: max_message.saturating_add(SLACK),
+        watch,
+    })
+}
+
+pub struct Iceoryx2Channel {
+    ends: Ends,
+    /// The measuring side's files; declared after `ends`, so removed after them.
+    _run: Option<RunFiles>,
+    wake: WakeMode,
+    other_pid: u32,
+    /// The longest message the other side's publisher may loan.
+    max_incoming: usize,
+    watch: Arc<SendWatch>,
+}
+
+impl Iceoryx2Channel {
+    /// PeerGone when the other process has exited; Closed when it lives but has dropped
+    /// its publisher (an orderly close).
+    fn other_side(&self) -> Result<(), TransportError> {
+        ensure_alive(self.other_pid, "while waiting")?;
+        if self.ends.rx.dynamic_config().number_of_publishers() == 0 {
+            return Err(TransportError::Closed);
+        }
+        Ok(())
+    }
+
+    /// The error of a send that could not be made, once the other process was looked at.
+    fn failed_send(&self, context: &'static str, why: String) -> TransportError {
+        match ensure_alive(self.other_pid, "before the message was delivered") {
+            Err(gone) => gone,
+            Ok(()) => TransportError::Io {
+                context,
+                source: std::io::Error::other(why),
+            },
+        }
+    }
+
+    /// Waits for a sample and copies it into `buf`.
+    fn take(
+        &self,
+        buf: &mut Vec<u8>,
+        limit: usize,
+        deadline: Instant,
+    ) -> Result<(), TransportError> {
+        let sample = {
+            // Instructions spent waiting depend on how long the other side takes: never
+            // counted, and paused on every call, ready or not, as shm.rs does.
+            let _waiting = ipc_matrix_count_window::pause();
+            let mut liveness = LivenessChecks::default();
+            // The other side found gone, reported only after one more look: what it
+            // published before it exited still counts.
+            let mut gone: Option<TransportError> = None;
+            let mut spins = 0u32;
+            loop {
+                if let Some(sample) = self
+                    .ends
+                    .subscriber
+                    .receive()
+                    .map_err(iox("receiving an iceoryx2 sample"))?
+                {
+                    break sample;
+                }
+                if let Some(e) = gone.take() {
+                    return Err(e);
+                }
+                match (&self.ends.wake, self.wake) {
+                    (Some((_, listener)), WakeMode::Blocking) => {
+                        // `remaining` is at least 1 ms: iceoryx2 waits for ever on a
+                        // timeout under a microsecond.
+                        let wait = remaining(deadline, "message")?.min(LIVENESS_PERIOD);
+                        listener
+                            .timed_wait(|_| {}, wait)
+                            .map_err(iox("waiting on the iceoryx2 listener"))?;
+                    }
+                    _ => {
+                        std::hint::spin_loop();
+                        spins = spins.wrapping_add(1);
+                        if keep_spinning(spins) {
+                            continue;
+                        }
+                    }
+                }
+                let now = Instant::now();
+                remaining(deadline, "message")?;
+                if liveness.due(now) {
+                    gone = self.other_side().err();
+                }
+            }
+        };
+        // The sender wrote this length; check it before the slice it makes is read.
+        let announced = sample.header().number_of_elements();
+        if announced > self.max_incoming as u64 {
+            return Err(TransportError::Corrupt(format!(
+                "a sample announces {announced} bytes, more than the {} its sender may loan",
+                self.max_incoming
+            )));
+        }
+        if announced > limit as u64 {
+            return Err(TransportError::TooLarge { announced, limit });
+        }
+        let payload = sample.payload();
+        buf.clear();
+        buf.extend_from_slice(payload);
+        Ok(())
+    }
+}
+
+impl Channel for Iceoryx2Channel {
+    fn send(&mut self, message: &[u8], deadline: Instant) -> Result<(), TransportError> {
+        self.watch.begin(deadline);
+        let mut liveness = LivenessChecks::default();
+        loop {
+            let sample = match self.ends.publisher.loan_slice_uninit(message.len()) {
+                Ok(sample) => sample,
+                Err(LoanError::ExceedsMaxLoanSize) => {
+                    return Err(TransportError::Io {
+                        context: "loaning an iceoryx2 sample",
+                        source: std::io::Error::other(format!(
+                            "a {}-byte message is larger than the {} bytes this channel's \
+                             publisher was made for",
+                            message.len(),
+                            self.max_incoming
+                        )),
+                    })
+                }
+                Err(e) => {
+                    return Err(self.failed_send("loaning an iceoryx2 sample", format!("{e:?}")))
+                }
+            };
+            // The one copy: the caller's bytes into the loaned chunk.
+            let sample = sample.write_from_slice(message);
+            match sample.send() {
+                Ok(0) => {
+                    // Delivered to no one: the other side's subscriber is gone, or it has
+                    // not yet attached to this publisher's queue (it does when it next
+                    // receives) and the queue is full, which iceoryx2 does not wait for.
+                    // The message is sent again until it is taken or the deadline passes.
+                    let _waiting = ipc_matrix_count_window::pause();
+                    if self.ends.tx.dynamic_config().number_of_subscribers() == 0 {
+                        ensure_alive(self.other_pid, "before the message was delivered")?;
+                        return Err(TransportError::Closed);
+                    }
+                    let now = Instant::now();
+                    remaining(
+                        deadline,
+                        "room in the other side's queue (it does not read)",
+                    )?;
+                    if liveness.due(now) {
+                        ensure_alive(self.other_pid, "before the message was delivered")?;
+                    }
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+                Ok(_) => {
+                    if let Some((notifier, _)) = &self.ends.wake {
+                        if let Err(e) = notifier.notify() {
+                            return Err(self.failed_send("waking the other side", format!("{e:?}")));
+                        }
+                    }
+                    return Ok(());
+                }
+                Err(SendError::UnableToDeliver) => {
+                    return match self.watch.gave_up.load(Ordering::Relaxed) {
+                        GAVE_UP_GONE => Err(TransportError::PeerGone(format!(
+                            "process {} exited while its queue was full",
+                            self.other_pid
+                        ))),
+                        _ => Err(TransportError::Timeout {
+                            what: "room in the other side's queue (it does not read)",
+                        }),
+                    }
+                }
+                Err(e) => {
+                    return Err(self.failed_send("sending an iceoryx2 sample", format!("{e:?}")))
+                }
+            }
+        }
+    }
+
+    fn recv(
+        &mut self,
+        buf: &mut Vec<u8>,
+        limit: usize,
+        deadline: Instant,
+    ) -> Result<(), TransportError> {
+        self.take(buf, limit, deadline)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_shrink_with_the_message_down_to_one() {
+        assert_eq!(slots_for(0), MAX_SLOTS);
+        assert_eq!(slots_for(200), MAX_SLOTS);
+        assert_eq!(slots_for(4 << 20), MAX_SLOTS);
+        assert_eq!(slots_for(16 << 20), 4);
+        assert_eq!(slots_for(100_000_000), 1);
+    }
+
+    #[test]
+    fn a_prefix_is_short_and_belongs_to_its_directory() {
+        let a = prefix_of("ipc-matrix.123.0.0000abcd");
+        let b = prefix_of("ipc-matrix.123.1.0000abcd");
+        assert_ne!(a, b);
+        assert_eq!(a, prefix_of("ipc-matrix.123.0.0000abcd"));
+        assert!(a.starts_with(PREFIX_START) && a.ends_with('.'), "{a}");
+        assert_eq!(a.len(), PREFIX_START.len() + 13);
+        assert!(!a.starts_with(crate::ARTIFACT_PREFIX));
+    }
+
+    #[test]
+    fn a_name_of_a_prefix_says_its_prefix() {
+        let prefix = prefix_of("ipc-matrix.1.2.3");
+        let name = format!("{prefix}0354a209029e7d09_1584.data");
+        assert_eq!(prefix_in(&name), Some(prefix.as_str()));
+        assert_eq!(
+            prefix_in(&format!("{prefix}{ALIVE}")),
+            Some(prefix.as_str())
+        );
+        for other in [
+            "iox2_node.global_mgmt",
+            "iox2.12345.x",
+            "iox2.0123456789ag.a",
+            "ipc-matrix.1.2",
+        ] {
+            assert_eq!(prefix_in(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn an_event_socket_name_too_long_is_refused_up_front() {
+        let prefix = prefix_of("x");
+        assert!(
+            check_socket_path(Path::new("/tmp/ipc-matrix.4194304.999.ffffffff"), &prefix).is_ok()
+        );
+        let long = format!("/tmp/{}", "d".repeat(60));
+        match check_socket_path(Path::new(&long), &prefix) {
+            Err(TransportError::Io { source, .. }) => {
+                assert!(source.to_string().contains("set TMPDIR"), "{source}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
