@@ -44,6 +44,30 @@ pub(crate) const PROCESS_OVERHEAD: u64 = 32 << 20;
 /// Room above a payload for a frame's structure, a reply's slack.
 pub(crate) const SLACK: u64 = 8 << 10;
 
+/// iceoryx2 channels map their messages in shared segments beside the processes' own
+/// memory: per direction, a chunk per message in flight plus two (one being written, one
+/// being read) of the largest message. Messages in flight per direction are chosen to
+/// hold about [`ICEORYX2_SLOTS_BUDGET`], from 1 to [`ICEORYX2_MAX_SLOTS`].
+pub const ICEORYX2_MAX_SLOTS: usize = 8;
+pub const ICEORYX2_SLOTS_BUDGET: usize = 64 << 20;
+/// Room above a payload in an iceoryx2 chunk: a peer told to append bytes to its reply
+/// sends them, and the measuring side reports the reply too long.
+pub const ICEORYX2_SLACK: usize = 1024;
+
+/// Messages in flight per direction of an iceoryx2 channel whose largest message is
+/// `max_message` bytes.
+pub fn iceoryx2_slots(max_message: usize) -> usize {
+    (ICEORYX2_SLOTS_BUDGET / max_message.max(1)).clamp(1, ICEORYX2_MAX_SLOTS)
+}
+
+/// The bytes of the shared segments of an iceoryx2 channel carrying `payload`-byte
+/// messages, both directions.
+fn iceoryx2_segments(payload: u64) -> Option<u64> {
+    let chunk = payload.checked_add(ICEORYX2_SLACK as u64)?;
+    let slots = iceoryx2_slots(usize::try_from(payload).ok()?) as u64;
+    chunk.checked_mul(slots + 2)?.checked_mul(2)
+}
+
 impl Cell {
     /// Round trips in all, warm-up included; None when the sum does not fit 64 bits
     /// (never for a cell of a validated spec).
@@ -61,7 +85,11 @@ impl Cell {
         let messages = self
             .work
             .messages_need(self.payload_bytes, self.round_trips())?;
-        overhead.checked_add(messages)
+        let segments = match self.transport.channel() {
+            Some(crate::ChannelKind::Iceoryx2) => iceoryx2_segments(self.payload_bytes)?,
+            _ => 0,
+        };
+        overhead.checked_add(messages)?.checked_add(segments)
     }
 }
 
@@ -101,6 +129,16 @@ pub fn available_memory() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn iceoryx2_segments_hold_fewer_messages_as_they_grow() {
+        assert_eq!(iceoryx2_slots(200), ICEORYX2_MAX_SLOTS);
+        assert_eq!(iceoryx2_slots(100_000_000), 1);
+        // 100 MB: one message in flight and two more chunks, each way: about 600 MB.
+        let big = iceoryx2_segments(100_000_000).unwrap();
+        assert_eq!(big, 2 * 3 * (100_000_000 + 1024));
+        assert_eq!(iceoryx2_segments(200), Some(2 * 10 * (200 + 1024)));
+    }
 
     #[test]
     fn mem_available_reads_meminfo() {

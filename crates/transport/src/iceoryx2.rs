@@ -73,12 +73,7 @@ pub(crate) const ALIVE: &str = "alive";
 /// Bytes a sender may send beyond the largest message its channel was made for: a peer
 /// told to append bytes to its reply sends them, and the measuring side reports the reply
 /// too long, rather than the peer failing to loan room for it.
-const SLACK: usize = 1024;
-/// The most a channel's segments hold per direction, in messages in flight, when the
-/// largest message is small; large messages get fewer, down to 1 (see [`slots_for`]).
-const MAX_SLOTS: usize = 8;
-/// Messages in flight per direction are chosen so that they hold about this much.
-const SLOTS_BUDGET: usize = 64 << 20;
+const SLACK: usize = ipc_matrix_spec::limits::ICEORYX2_SLACK;
 /// A Unix socket's name (`sun_path`) holds at most this many bytes before its NUL.
 const MAX_SOCKET_PATH: usize = 107;
 /// What iceoryx2 adds to the root and prefix in an event socket's name: a listener id
@@ -90,9 +85,10 @@ const TO_PEER: &str = "to-peer";
 const TO_MEASURING: &str = "to-measuring";
 const WAKE_SUFFIX: &str = ".wake";
 
-/// Messages in flight per direction for messages of up to `max_message` bytes.
+/// Messages in flight per direction for messages of up to `max_message` bytes (the spec
+/// counts the segments they take in a cell's memory need, with the same rule).
 fn slots_for(max_message: usize) -> usize {
-    (SLOTS_BUDGET / max_message.max(1)).clamp(1, MAX_SLOTS)
+    ipc_matrix_spec::limits::iceoryx2_slots(max_message)
 }
 
 /// The /dev/shm prefix of the iceoryx2 files of the run whose root is the private
@@ -785,9 +781,12 @@ mod tests {
 
     #[test]
     fn slots_shrink_with_the_message_down_to_one() {
-        assert_eq!(slots_for(0), MAX_SLOTS);
-        assert_eq!(slots_for(200), MAX_SLOTS);
-        assert_eq!(slots_for(4 << 20), MAX_SLOTS);
+        assert_eq!(slots_for(0), ipc_matrix_spec::limits::ICEORYX2_MAX_SLOTS);
+        assert_eq!(slots_for(200), ipc_matrix_spec::limits::ICEORYX2_MAX_SLOTS);
+        assert_eq!(
+            slots_for(4 << 20),
+            ipc_matrix_spec::limits::ICEORYX2_MAX_SLOTS
+        );
         assert_eq!(slots_for(16 << 20), 4);
         assert_eq!(slots_for(100_000_000), 1);
     }
