@@ -232,14 +232,9 @@ fn a_killed_run_leaves_no_process_and_the_next_run_removes_its_leftovers() {
         left_behind.extend(left);
 
         // No process of the run is left: its peer dies with it (PR_SET_PDEATHSIG).
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !live_members(pid).is_empty() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        assert_eq!(
-            live_members(pid),
-            Vec::<u32>::new(),
-            "round {round} (killed at {moment:?}): processes of the killed run are left"
+        assert_all_gone(
+            pid,
+            &format!("round {round} (killed at {moment:?}): processes of the killed run are left"),
         );
         std::thread::sleep(SWEEP_GRACE);
     }
@@ -445,16 +440,20 @@ fn the_next_run_removes_temporary_files_of_crashed_writes_and_keeps_the_rest() {
 }
 
 /// Two long iceoryx2 cells, blocking then busy-poll, and a quick cell for the run after.
-const ICEORYX2_MATRIX: &str = r#"
-version: 1
-targets:
-  - { triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }
-profiles:
-  quick: { description: test }
-scenarios:
-  - { name: echo, kind: echo, transports: [iceoryx2], wake: [blocking, busy-poll], payloads: [200B], iterations: 3000000, warmup: 10, timeout: 5s }
-  - { name: after, kind: echo, transports: [tcp], payloads: [200B], iterations: 100, warmup: 0, timeout: 5s }
-"#;
+const ICEORYX2_MATRIX: &str = test_matrix!(
+    "- { name: echo, kind: echo, transports: [iceoryx2], wake: [blocking, busy-poll], payloads: [200B], iterations: 3000000, warmup: 10, timeout: 5s }",
+    "- { name: after, kind: echo, transports: [tcp], payloads: [200B], iterations: 100, warmup: 0, timeout: 5s }",
+);
+
+/// Waits up to 5 s for every process of the process group `pid` leads to be gone, then
+/// asserts that none is left (`what`: the failure's message).
+fn assert_all_gone(pid: u32, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !live_members(pid).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(live_members(pid), Vec::<u32>::new(), "{what}");
+}
 
 /// The iceoryx2 root directory and /dev/shm prefix of the channel peer `pid` serves, read
 /// from its command line (`serve --config <json>`, whose address names both).
@@ -560,15 +559,7 @@ fn a_killed_iceoryx2_cell_leaves_nothing_once_the_next_run_starts() {
         left.iter().any(|p| p.starts_with("/dev/shm")) && left.contains(&second.0),
         "the killed run left no segment and no root to remove: {left:?}"
     );
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !live_members(pid).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(
-        live_members(pid),
-        Vec::<u32>::new(),
-        "processes of the killed run are left"
-    );
+    assert_all_gone(pid, "processes of the killed run are left");
     std::thread::sleep(SWEEP_GRACE);
 
     // What is left when the next run starts is what it must remove and name: a dying

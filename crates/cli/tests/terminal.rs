@@ -179,15 +179,9 @@ fn json_lines_list_the_cells_and_tell_a_run_cell_by_cell_then_its_summary() {
 
 /// Two cells, the second failing: its peer waits 200 ms before each reply, and a round
 /// trip may take 100 ms.
-const FAILING: &str = r#"
-version: 1
-targets:
-  - { triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }
-profiles:
-  quick: { description: test }
-scenarios:
-  - { name: echo, kind: echo, transports: [tcp, local], payloads: [200B], iterations: 50, warmup: 2, timeout: 100ms }
-"#;
+const FAILING: &str = test_matrix!(
+    "- { name: echo, kind: echo, transports: [tcp, local], payloads: [200B], iterations: 50, warmup: 2, timeout: 100ms }",
+);
 
 fn failing_run(s: &Scratch, args: &[&str]) -> (std::process::Output, String) {
     let output = s
