@@ -396,7 +396,7 @@ fn skipped_notes(out: &mut String, skipped: &[String], html: bool) {
     } else {
         out.push_str("### Left out\n\n");
         for s in skipped {
-            let _ = writeln!(out, "- {}", s.replace('<', "&lt;").replace('>', "&gt;"));
+            let _ = writeln!(out, "- {}", crate::markdown::text(s));
         }
     }
 }

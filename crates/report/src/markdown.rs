@@ -274,7 +274,7 @@ pub fn markdown(report: &LegReport) -> String {
 
 /// Prose from results (a peer's stderr may hold anything): angle brackets would be taken
 /// for HTML by GitHub's renderer and vanish.
-fn text(prose: &str) -> String {
+pub(crate) fn text(prose: &str) -> String {
     prose.replace('<', "&lt;").replace('>', "&gt;")
 }
 
