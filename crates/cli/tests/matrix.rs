@@ -925,6 +925,8 @@ fn fault_cell(transport: TransportKind, wake: Option<WakeMode>) -> Cell {
         seed: 42,
         profile: "fault".into(),
         work: work_of(ScenarioKind::Echo, transport),
+        host: Default::default(),
+        peer: None,
     }
 }
 

@@ -60,6 +60,8 @@ fn echo_through_pyzmq(transport: TransportKind, size: u64) -> Result<(), Failed>
         work: Work::ReqRep(Calls {
             timeout: Duration::from_secs(5),
         }),
+        host: Default::default(),
+        peer: None,
     };
     let options = RunOptions {
         peer_program: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/zmq_rep_peer.py"),

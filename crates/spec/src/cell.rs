@@ -2,6 +2,7 @@
 
 use crate::kinds::{ScenarioKind, Work};
 use crate::model::{Overrides, Runner, Scenario, Spec, Target, TransportKind, WakeMode};
+use crate::reach::{ExternalPeer, Host};
 use crate::units::ByteSize;
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +27,12 @@ pub struct Cell {
     pub profile: String,
     /// The kind of the cell and the settings of that kind alone.
     pub work: Work,
+    /// Where the peer runs: this host (loopback) or a network namespace.
+    #[serde(default, skip_serializing_if = "Host::is_loopback")]
+    pub host: Host,
+    /// A program the user brings as the peer, instead of ours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<ExternalPeer>,
 }
 
 impl Cell {
@@ -135,6 +142,8 @@ impl Scenario {
             seed,
             profile: profile.to_string(),
             work,
+            host: self.host.clone(),
+            peer: self.peer.clone(),
         };
         cell.id = cell.make_id();
         cell

@@ -27,6 +27,7 @@ pub mod limits;
 mod locate;
 mod model;
 mod raw;
+mod reach;
 mod seeded;
 mod units;
 mod validate;
@@ -40,5 +41,6 @@ pub use model::{
     ChannelKind, CodecKind, Overrides, Profile, RegressionPolicy, Runner, Scenario, Spec, Target,
     TransportKind, WakeMode, SCHEMA_VERSION,
 };
+pub use reach::{ExternalPeer, Host, NetnsLink, DEFAULT_MTU, TARGET_PLACEHOLDER};
 pub use seeded::{pseudo_random_bytes, splitmix64};
 pub use units::{ByteSize, Count, DurationSpec, UDP_MAX_PAYLOAD};

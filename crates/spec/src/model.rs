@@ -1,6 +1,7 @@
 //! The serde model of matrix.yaml, schema version 1. Unknown keys are errors everywhere.
 
 use crate::kinds::ScenarioWork;
+use crate::reach::{ExternalPeer, Host};
 use crate::units::{ByteSize, Count, DurationSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -305,6 +306,10 @@ pub struct Scenario {
     pub warmup: u64,
     /// What its cells measure, and the fields of that kind alone.
     pub work: ScenarioWork,
+    /// Where its peer runs: this host (loopback) or a network namespace.
+    pub host: Host,
+    /// A program the user brings as the peer, instead of ours.
+    pub peer: Option<ExternalPeer>,
 }
 
 /// A serialization format of the sensor frame (`crates/codec`).

@@ -4,6 +4,7 @@
 
 use crate::kinds::{LogSink, ScenarioKind};
 use crate::model::{CodecKind, Profile, Target, TransportKind, WakeMode};
+use crate::reach::{RawHost, RawLink, RawPeer};
 use crate::units::{ByteSize, Count, DurationSpec};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -45,6 +46,11 @@ pub(crate) struct RawScenario {
     pub server_threads: Option<Vec<u32>>,
     pub duration: Option<DurationSpec>,
     pub sinks: Option<Vec<LogSink>>,
+    /// Where the peer runs (`reach.rs`): keys every kind may write, checked there.
+    pub host: Option<RawHost>,
+    pub mtu: Option<u32>,
+    pub link: Option<RawLink>,
+    pub peer: Option<RawPeer>,
 }
 
 impl RawScenario {

@@ -9,6 +9,7 @@ use crate::limits::{MAX_CELLS, MAX_CELL_ID_BYTES, MAX_FILE_BYTES, MAX_NAME_BYTES
 use crate::locate::{check_depth, render, Locations, Segment};
 use crate::model::{Overrides, Scenario, Spec, TransportKind, SCHEMA_VERSION};
 use crate::raw::{RawScenario, RawSpec};
+use crate::reach::RawReach;
 use crate::CELL_GROUP_FAULT;
 use std::collections::HashSet;
 use std::io::Read;
@@ -388,6 +389,15 @@ fn check_scenario(scenario: &RawScenario, i: usize, out: &mut Problems) -> Optio
         (at("iterations"), at("warmup")),
         out,
     );
+    let (host, peer) = RawReach {
+        kind,
+        transports: &scenario.transports,
+        host: scenario.host,
+        mtu: scenario.mtu,
+        link: scenario.link.as_ref(),
+        peer: scenario.peer.as_ref(),
+    }
+    .check(at, out);
     let work = work.filter(|_| out.len() == before)?;
     Some(Scenario {
         name: scenario.name.clone(),
@@ -397,6 +407,8 @@ fn check_scenario(scenario: &RawScenario, i: usize, out: &mut Problems) -> Optio
         iterations: scenario.iterations,
         warmup: scenario.warmup,
         work,
+        host,
+        peer,
     })
 }
 

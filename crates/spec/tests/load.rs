@@ -310,3 +310,99 @@ fn keys_of_another_kind_are_refused_with_the_key_to_use() {
         })
     );
 }
+
+#[test]
+fn a_second_host_and_an_external_peer_are_read_into_every_cell() {
+    let text = GOOD.replace("[shm, tcp, udp]", "[tcp, udp]").replace(
+        "    warmup: 10\n",
+        "    warmup: 10\n    host: netns\n    mtu: 9000\n    link: { delay: 1ms, loss: 0.5% }\n    peer: { command: [\"target/peers/{target}/p\", \"-v\"] }\n",
+    );
+    let spec = Spec::parse(&text, Path::new("m.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    let cells = spec.cells("quick").unwrap();
+    assert_eq!(cells.len(), 4);
+    for cell in &cells {
+        let link = cell.host.netns().expect("a netns cell");
+        assert_eq!(link.mtu, 9000);
+        assert_eq!(link.delay, Some(Duration::from_millis(1)));
+        assert_eq!(link.loss_percent, Some(0.5));
+        assert!(link.is_shaped());
+        let peer = cell.peer.as_ref().expect("an external peer");
+        assert_eq!(peer.command_for("t")[0], "target/peers/t/p");
+    }
+    // Defaults: loopback, and a namespace's MTU is Ethernet's.
+    assert!(Spec::parse(GOOD, Path::new("m.yaml"))
+        .unwrap()
+        .cells("quick")
+        .unwrap()[0]
+        .host
+        .is_loopback());
+    let spec = Spec::parse(
+        &GOOD
+            .replace("[shm, tcp, udp]", "[tcp]")
+            .replace("    warmup: 10\n", "    warmup: 10\n    host: netns\n"),
+        Path::new("m.yaml"),
+    )
+    .unwrap();
+    assert_eq!(
+        spec.cells("quick").unwrap()[0].host.netns().unwrap().mtu,
+        1500
+    );
+}
+
+#[test]
+fn second_hosts_and_external_peers_are_refused_where_they_cannot_run() {
+    let text = GOOD.replace(
+        "    warmup: 10\n",
+        "    warmup: 10\n    host: netns\n    mtu: 40\n    link: { loss: 120% }\n    peer: { command: [] }\n",
+    );
+    let all = errors(&text);
+    let paths: Vec<_> = all.0.iter().map(|e| e.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "scenarios[0].transports[0]",
+            "scenarios[0].mtu",
+            "scenarios[0].link.loss",
+            "scenarios[0].transports[0]",
+            "scenarios[0].peer.command",
+        ],
+        "{all}"
+    );
+    assert!(all.0.iter().all(|e| e.location.is_some()), "{all}");
+    assert!(
+        all.0[0]
+            .message
+            .contains("over tcp, udp only, not over shm"),
+        "{all}"
+    );
+    assert!(all.0[1].message.contains("40 bytes"), "{all}");
+
+    // The link of a second host, without one.
+    let all = errors(&GOOD.replace("    warmup: 10\n", "    warmup: 10\n    mtu: 1500\n"));
+    assert_eq!(all.0[0].path, "scenarios[0].mtu", "{all}");
+    assert!(
+        all.0[0].message.contains("only with `host: netns`"),
+        "{all}"
+    );
+
+    // A kind that neither crosses to a second host nor echoes.
+    let logging = r#"
+version: 1
+targets: [{ triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }]
+profiles: { quick: { description: q } }
+scenarios:
+  - { name: log, kind: logging, transports: [file], payloads: [64B], iterations: 10, budget: 1s, sinks: [write-per-line], host: netns, peer: { command: [x] } }
+"#;
+    let all = errors(logging);
+    let messages: Vec<_> = all.0.iter().map(|e| e.message.as_str()).collect();
+    assert!(
+        messages.iter().any(|m| m.contains("not to logging")),
+        "{all}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("serves echo and bulk scenarios, not logging")),
+        "{all}"
+    );
+}
