@@ -36,11 +36,18 @@ fn main() -> ExitCode {
             return ExitCode::from(exit_code::USAGE);
         }
     };
+    // An external peer's relative command is found from matrix.yaml's folder.
+    let project = matrix
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let mut trials: Vec<Trial> = cells
         .into_iter()
         .map(|cell| {
-            let out = out.clone();
-            Trial::test(cell.id.clone(), move || run_matrix_cell(&cell, &out))
+            let (out, project) = (out.clone(), project.clone());
+            Trial::test(cell.id.clone(), move || {
+                run_matrix_cell(&cell, &out, &project)
+            })
         })
         .collect();
     trials.extend(fault_trials());
@@ -71,8 +78,11 @@ fn selected(args: &Arguments, name: &str) -> bool {
     args.filter.as_deref().is_none_or(matches) && !args.skip.iter().any(|s| matches(s))
 }
 
-fn run_matrix_cell(cell: &Cell, out: &Path) -> Result<(), Failed> {
-    let options = RunOptions::from_env()?;
+fn run_matrix_cell(cell: &Cell, out: &Path, project: &Path) -> Result<(), Failed> {
+    let options = RunOptions {
+        project_dir: project.to_path_buf(),
+        ..RunOptions::from_env()?
+    };
     // Shared with the other cells of this nextest run; an `ipc-matrix run` writing into
     // the same folder holds it alone, and this cell then fails rather than mix results.
     let leg = Environment::capture().leg();

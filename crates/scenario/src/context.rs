@@ -2,12 +2,13 @@
 //! (the tally of round trips), shared below the kinds.
 
 use crate::counting::{Counting, PeerCounting};
+use crate::external::{self, ExternalPeerConfig};
 use crate::failure::setup_failure;
 use crate::fault::Fault;
 use crate::measure::Recorder;
 use crate::peer::{PeerConfig, PeerDelay};
 use crate::spawn::PeerProcess;
-use ipc_matrix_results::{CodecStages, Failure, LoadStats, LoggingStats};
+use ipc_matrix_results::{CodecStages, Environment, Failure, LoadStats, LoggingStats};
 use ipc_matrix_spec::Cell;
 use ipc_matrix_transport::PeerAddress;
 use serde::Serialize;
@@ -33,6 +34,8 @@ pub struct RunOptions {
     /// trip by the request/reply loop (echo, bulk, codec, rpc, req-rep), outside the timed
     /// region, with a relaxed store. The other kinds leave it at 0.
     pub progress: Option<Arc<AtomicU64>>,
+    /// The folder an external peer's relative command is found from: matrix.yaml's.
+    pub project_dir: PathBuf,
 }
 
 impl RunOptions {
@@ -82,6 +85,25 @@ impl RunOptions {
             .map_err(|e| setup_failure(format!("starting the peer: {e}")))
     }
 
+    /// Starts the cell's peer: ours with `config`, or the program the scenario names
+    /// (`peer: { command }`) with the external peer protocol's form of it.
+    pub(crate) fn start_cell_peer(
+        &self,
+        cell: &Cell,
+        config: &PeerConfig,
+    ) -> Result<PeerProcess, Failure> {
+        let Some(external) = &cell.peer else {
+            return self.start_peer(config);
+        };
+        let triple = Environment::capture().target_triple;
+        let command = external::resolve(external, &self.project_dir, &triple)
+            .map_err(|e| setup_failure(format!("starting the peer: {e}")))?;
+        let protocol = ExternalPeerConfig::of(cell, config)
+            .map_err(|e| setup_failure(format!("starting the peer: {e}")))?;
+        PeerProcess::spawn_external(&command, &protocol, config.cpu)
+            .map_err(|e| setup_failure(format!("starting the peer: {e}")))
+    }
+
     pub(crate) fn peer_delay_for(&self, cell: &Cell) -> Option<Duration> {
         let delay = self.peer_delay.as_ref()?;
         (delay.applies_to(&cell.id) && !delay.per_reply.is_zero()).then_some(delay.per_reply)
@@ -102,6 +124,7 @@ impl Default for RunOptions {
             peer_delay: None,
             run_id: ipc_matrix_results::run_id().to_string(),
             progress: None,
+            project_dir: std::env::current_dir().unwrap_or_else(|_| ".".into()),
         }
     }
 }

@@ -31,6 +31,7 @@ mod spawn;
 
 mod codec_work;
 mod counting;
+mod external;
 mod fault;
 mod floor;
 mod measure;
@@ -43,6 +44,9 @@ mod verify;
 
 pub use context::RunOptions;
 pub use counting::{COUNT_FILE_ENV, QEMU_CPU_ENV};
+pub use external::{
+    resolve as resolve_external_peer, ExternalPeerConfig, ResolvedCommand, PROTOCOL_VERSION,
+};
 pub use fault::{Fault, FaultKind, Spot};
 pub use floor::{emulated, floor_for, measure_floors, probe_for, SelectedFloor};
 pub use payload::{pseudo_random_bytes, Payload};

@@ -37,6 +37,7 @@ pub fn run(
         );
     }
     let mut options = RunOptions::from_env().map_err(anyhow::Error::msg)?;
+    options.project_dir = selection.root();
     let baselines = baselines_dir(judging.baselines.clone(), &selection.matrix);
     say_verbose!("matrix:      {}", selection.matrix.display());
     say_verbose!("results:     {}", folder.dir().join("cells").display());

@@ -56,7 +56,7 @@ pub(crate) fn echo(
         limits.timeout,
     );
     config.count = tally.peer_counting(cell.warmup);
-    let mut peer = options.start_peer(&config)?;
+    let mut peer = options.start_cell_peer(cell, &config)?;
     let channel = acceptor
         .accept(peer.pid(), Instant::now() + options.setup_timeout)
         .map_err(|e| {

@@ -1,0 +1,296 @@
+//! Peers the user brings: a program named by a scenario's `peer: { command: [...] }`,
+//! started as `<command...> serve --config <json>`, where the JSON follows the external
+//! peer protocol (version [`PROTOCOL_VERSION`], `peers/peer-config.schema.json`, README
+//! "Putting your own IPC stack into the matrix"). It is a smaller contract than our own
+//! peer's configuration: where to connect, the largest message, the idle timeout and the
+//! measuring process; the framing and the goodbye are the transports' own.
+
+use crate::peer::PeerConfig;
+use ipc_matrix_spec::{Cell, ExternalPeer, ScenarioKind};
+use ipc_matrix_transport::PeerAddress;
+use serde::Serialize;
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// The version of the external peer protocol this build speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// What an external peer is told, serialized onto its command line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExternalPeerConfig {
+    pub protocol: u32,
+    /// The cell's id, for the peer's own messages.
+    pub cell: String,
+    /// `echo` or `bulk`: both mean "send every message back unchanged".
+    pub kind: &'static str,
+    /// `tcp`, `udp` or `local`.
+    pub transport: &'static str,
+    /// `a.b.c.d:port` for tcp and udp; the socket's path for local.
+    pub address: String,
+    /// The largest message the peer may be sent, in bytes.
+    pub max_message: usize,
+    /// The peer gives up when no message arrives for this long.
+    pub idle_timeout_ms: u64,
+    /// The measuring process; the peer should die with it.
+    pub parent_pid: u32,
+}
+
+impl ExternalPeerConfig {
+    /// The protocol's form of our own peer's configuration for `cell`.
+    pub(crate) fn of(cell: &Cell, config: &PeerConfig) -> Result<Self, String> {
+        let kind = match cell.kind() {
+            ScenarioKind::Echo => "echo",
+            ScenarioKind::Bulk => "bulk",
+            other => {
+                return Err(format!(
+                    "an external peer cannot serve a {} cell",
+                    other.as_str()
+                ))
+            }
+        };
+        let (transport, address) = match &config.address {
+            PeerAddress::Tcp { addr } => ("tcp", addr.to_string()),
+            PeerAddress::Udp { addr } => ("udp", addr.to_string()),
+            PeerAddress::Local { path } => (
+                "local",
+                path.to_str()
+                    .ok_or_else(|| format!("the socket path {} is not UTF-8", path.display()))?
+                    .to_string(),
+            ),
+            other => {
+                return Err(format!(
+                    "an external peer cannot connect over {}",
+                    other.channel()
+                ))
+            }
+        };
+        Ok(Self {
+            protocol: PROTOCOL_VERSION,
+            cell: cell.id.clone(),
+            kind,
+            transport,
+            address,
+            max_message: config.limit,
+            idle_timeout_ms: u64::try_from(config.idle_timeout.as_millis()).unwrap_or(u64::MAX),
+            parent_pid: config.parent,
+        })
+    }
+}
+
+/// An external peer's command, found on disk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedCommand {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// The program is an ELF executable of this build's architecture: under QEMU it runs
+    /// through the same emulator prefix as our own peer. Anything else (a script, a
+    /// program of the host's architecture) runs as it is.
+    pub for_this_target: bool,
+}
+
+/// Finds `peer`'s program: a word with a `/` is a path (relative ones from
+/// `project_dir`, matrix.yaml's folder), a bare name is looked up in PATH; `{target}`
+/// stands for `target_triple`. Refuses a program that is not there or cannot run.
+pub fn resolve(
+    peer: &ExternalPeer,
+    project_dir: &Path,
+    target_triple: &str,
+) -> Result<ResolvedCommand, String> {
+    let mut words = peer.command_for(target_triple).into_iter();
+    let first = words
+        .next()
+        .ok_or("the peer command is empty: name a program")?;
+    let program = if first.contains('/') {
+        let path = Path::new(&first);
+        let path = match path.is_absolute() {
+            true => path.to_path_buf(),
+            false => project_dir.join(path),
+        };
+        if !path.exists() {
+            return Err(format!(
+                "the peer command `{first}` does not exist (looked for {})",
+                path.display()
+            ));
+        }
+        path
+    } else {
+        find_in_path(&first)
+            .ok_or_else(|| format!("the peer command `{first}` is not found in PATH"))?
+    };
+    let metadata = std::fs::metadata(&program)
+        .map_err(|e| format!("the peer command {}: {e}", program.display()))?;
+    if !metadata.is_file() || metadata.permissions().mode() & 0o111 == 0 {
+        return Err(format!(
+            "the peer command {} is not an executable file",
+            program.display()
+        ));
+    }
+    Ok(ResolvedCommand {
+        for_this_target: elf_machine(&program) == this_machine(),
+        program,
+        args: words.collect(),
+    })
+}
+
+fn find_in_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|path| path.is_file())
+    })
+}
+
+/// The ELF machine (`e_machine`) of the file at `path`; `None` when it is not ELF.
+fn elf_machine(path: &Path) -> Option<u16> {
+    let mut header = [0u8; 20];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut header))
+        .ok()?;
+    if &header[..4] != b"\x7fELF" {
+        return None;
+    }
+    let bytes = [header[18], header[19]];
+    match header[5] {
+        1 => Some(u16::from_le_bytes(bytes)),
+        2 => Some(u16::from_be_bytes(bytes)),
+        _ => None,
+    }
+}
+
+/// The ELF machine this build runs as.
+fn this_machine() -> Option<u16> {
+    Some(match std::env::consts::ARCH {
+        "x86" => 3,
+        "x86_64" => 62,
+        "arm" => 40,
+        "aarch64" => 183,
+        "s390x" => 22,
+        "powerpc64" => 21,
+        "riscv64" => 243,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peer(words: &[&str]) -> ExternalPeer {
+        ExternalPeer {
+            command: words.iter().map(|w| w.to_string()).collect(),
+        }
+    }
+
+    /// Our side of the protocol, against its published schema: every transport's form
+    /// validates, and the schema refuses what a peer must refuse.
+    #[test]
+    fn every_config_an_external_peer_is_given_validates_against_the_schema() {
+        use ipc_matrix_spec::{Echoes, Work};
+        let file =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers/peer-config.schema.json");
+        let schema: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let addresses = [
+            PeerAddress::Tcp {
+                addr: "127.0.0.1:40000".parse().unwrap(),
+            },
+            PeerAddress::Udp {
+                addr: "198.18.0.1:5000".parse().unwrap(),
+            },
+            PeerAddress::Local {
+                path: "/tmp/ipc-matrix-x/socket".into(),
+            },
+        ];
+        for address in addresses {
+            let cell = Cell {
+                id: "echo-c::tcp::200B".into(),
+                scenario: "echo-c".into(),
+                transport: address.channel().transport(),
+                wake: None,
+                payload_bytes: 200,
+                payload_label: "200B".into(),
+                iterations: 10,
+                warmup: 1,
+                seed: 1,
+                profile: "quick".into(),
+                work: Work::Echo(Echoes {
+                    timeout: std::time::Duration::from_secs(5),
+                    max_loss: 0.0,
+                }),
+                host: Default::default(),
+                peer: None,
+            };
+            let config = PeerConfig {
+                address,
+                parent: 42,
+                limit: 1224,
+                idle_timeout: std::time::Duration::from_secs(65),
+                fault: None,
+                delay: None,
+                extra_work: None,
+                cpu: Some(1),
+                codec: None,
+                kind: cell.kind(),
+                role: serde_json::Value::Null,
+                count: None,
+            };
+            let sent =
+                serde_json::to_value(ExternalPeerConfig::of(&cell, &config).unwrap()).unwrap();
+            let errors: Vec<String> = validator
+                .iter_errors(&sent)
+                .map(|e| e.to_string())
+                .collect();
+            assert!(errors.is_empty(), "{sent}: {errors:?}");
+            assert_eq!(sent["idle_timeout_ms"], 65_000);
+            // What a peer must refuse, the schema refuses too.
+            for (key, bad) in [
+                ("protocol", serde_json::json!(2)),
+                ("transport", serde_json::json!("shm")),
+                ("max_message", serde_json::json!(-1)),
+            ] {
+                let mut wrong = sent.clone();
+                wrong[key] = bad;
+                assert!(!validator.is_valid(&wrong), "{wrong} accepted");
+            }
+            let mut missing = sent.clone();
+            missing.as_object_mut().unwrap().remove("address");
+            assert!(!validator.is_valid(&missing), "{missing} accepted");
+        }
+    }
+
+    #[test]
+    fn a_missing_command_is_refused_with_where_it_was_looked_for() {
+        let dir = Path::new("/nonexistent-project");
+        let e = resolve(&peer(&["peers/{target}/p"]), dir, "t").unwrap_err();
+        assert!(
+            e.contains("`peers/t/p` does not exist (looked for /nonexistent-project/peers/t/p)"),
+            "{e}"
+        );
+        let e = resolve(&peer(&["no-such-program-here"]), dir, "t").unwrap_err();
+        assert!(e.contains("not found in PATH"), "{e}");
+        let e = resolve(&peer(&["/"]), dir, "t").unwrap_err();
+        assert!(e.contains("is not an executable file"), "{e}");
+    }
+
+    #[test]
+    fn this_programs_own_binary_is_for_this_target_and_a_script_is_not() {
+        let own = std::env::current_exe().unwrap();
+        let resolved = resolve(
+            &peer(&[own.to_str().unwrap(), "--flag"]),
+            Path::new("/"),
+            "t",
+        )
+        .unwrap();
+        assert!(resolved.for_this_target);
+        assert_eq!(resolved.args, ["--flag"]);
+        let script =
+            std::env::temp_dir().join(format!("ipc-matrix-peer-{}.sh", std::process::id()));
+        std::fs::write(&script, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let resolved = resolve(&peer(&[script.to_str().unwrap()]), Path::new("/"), "t");
+        std::fs::remove_file(&script).unwrap();
+        assert!(!resolved.unwrap().for_this_target);
+    }
+}
