@@ -17,6 +17,8 @@ if [ "$triple" != "$host" ]; then
   exit 0
 fi
 ensure_count_plugin
+# The reference C peer its echo-c-peer cells start (built once; up to date after the suite).
+scripts/build-peers.sh "$triple" >/dev/null
 arch="$(uname -m)"
 command -v "qemu-$arch" >/dev/null 2>&1 || apt_install qemu-user ||
   die "qemu-$arch is missing; install qemu-user"

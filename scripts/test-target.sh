@@ -13,6 +13,7 @@ ensure_rust
 ensure_nextest
 ensure_interop_tools
 scripts/setup-target.sh "$triple"
+scripts/build-peers.sh "$triple" >/dev/null
 status=0
 say "cargo nextest run --profile ci --target $triple"
 cargo nextest run --locked --workspace --profile ci --target "$triple" "$@" || first_failure $?

@@ -8,7 +8,8 @@
 # then renders every report page written in headless Chromium (scripts/check-reports.sh):
 # it fails when a page scrolls sideways at 1400 px, a plot or image does not render, or
 # the console shows an error, and keeps screenshots in target/ipc-matrix/screenshots/.
-# Also runs the transport crate's tests on s390x (big-endian) under QEMU. Installs
+# Also runs the transport crate's tests, and the reference C peer's cells, on s390x
+# (big-endian) under QEMU. Builds the reference external peers (scripts/build-peers.sh). Installs
 # cargo-nextest, the aarch64 and s390x rustup targets, their cross gcc and g++ and
 # qemu-user, protoc, capnp and pyzmq (the interop tests' reference implementations) and
 # chromium if missing (the browser check says it is skipped where there is no apt).
@@ -30,6 +31,8 @@ scripts/lint-workflows.sh
 status=0
 host="$(rustc -vV | sed -n 's/^host: //p')"
 legs=("$host@native")
+# The reference external peers (peers/): the C one built for each target its cells run on.
+scripts/build-peers.sh "$host" >/dev/null
 say "host suite: cargo nextest run --profile ci ($host)"
 cargo nextest run --locked --workspace --profile ci "$@" || first_failure $?
 cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$host.xml" || true
@@ -37,6 +40,7 @@ cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$host.xml" || true
 emulated=aarch64-unknown-linux-gnu
 if [ "$host" != "$emulated" ]; then
   scripts/setup-target.sh "$emulated"
+  scripts/build-peers.sh "$emulated" >/dev/null
   # Built first: the emulated suite counts guest instructions as it runs.
   ensure_count_plugin
   say "emulated suite: cargo nextest run --profile ci --target $emulated (QEMU user mode)"
@@ -55,6 +59,13 @@ if [ "$host" != "$big_endian" ]; then
   cargo nextest run --locked -p ipc-matrix-transport --profile ci --target "$big_endian" ||
     first_failure $?
   cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$big_endian-transport.xml" || true
+  # The C peer built for s390x, checked byte for byte by its cells (a big-endian program
+  # of someone else's, through the external peer protocol).
+  scripts/build-peers.sh "$big_endian" >/dev/null
+  say "external C peer cells on $big_endian (QEMU user mode)"
+  cargo nextest run --locked -p ipc-matrix --test matrix --profile ci --target "$big_endian" \
+    -E 'test(/^echo-c-peer::/)' || first_failure $?
+  cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$big_endian-c-peer.xml" || true
 fi
 
 # The host's instruction-count pass: its cells again under QEMU for its own architecture,
@@ -89,7 +100,7 @@ if [ "${#compared[@]}" -gt 1 ] && [ -f "$comparison" ]; then pages+=("$compariso
 if [ "${#pages[@]}" -gt 0 ]; then
   scripts/check-reports.sh "${pages[@]}" || first_failure $?
 fi
-say "JUnit: target/nextest/ci/junit-<triple>.xml (and junit-$big_endian-transport.xml)"
+say "JUnit: target/nextest/ci/junit-<triple>.xml (and junit-$big_endian-transport.xml, junit-$big_endian-c-peer.xml)"
 for leg in "${legs[@]}"; do
   say "reports of $leg: target/ipc-matrix/$leg/$profile/report.{md,html} and results.json"
 done
