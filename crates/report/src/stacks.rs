@@ -4,7 +4,7 @@
 
 use crate::LegReport;
 use ipc_matrix_results::CellResult;
-use ipc_matrix_spec::ScenarioKind;
+use ipc_matrix_spec::{Cell, ScenarioKind};
 
 /// The payload the stacks are compared at.
 pub const STACK_PAYLOAD: u64 = 200;
@@ -29,9 +29,60 @@ pub fn stacks(report: &LegReport) -> Vec<Stack<'_>> {
                 ScenarioKind::ReqRep => format!("ZeroMQ REQ/REP over {transport}"),
                 _ => return None,
             };
-            Some(Stack { name, result })
+            Some(Stack {
+                name: format!("{name}{}", whose_and_where(&result.cell)),
+                result,
+            })
         })
         .collect();
     stacks.sort_by_key(|s| s.result.latency_ns.map(|l| l.p50));
     stacks
+}
+
+/// What sets a stack apart beyond its transport: a peer of someone else's (its program's
+/// name) and a peer on a second host (a network namespace, with its link's MTU).
+fn whose_and_where(cell: &Cell) -> String {
+    let mut out = String::new();
+    if let Some(program) = cell.peer.as_ref().and_then(|p| p.command.first()) {
+        let name = program.rsplit('/').next().unwrap_or(program);
+        out.push_str(&format!(", peer {name}"));
+    }
+    if let Some(link) = cell.host.netns() {
+        out.push_str(&format!(", second host (netns, MTU {})", link.mtu));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ipc_matrix_results::fixture::{environment, passed, quick_cells};
+    use ipc_matrix_spec::RegressionPolicy;
+
+    /// Three tcp echo stacks, ours, someone else's and ours on a second host, are three
+    /// names, fastest first.
+    #[test]
+    fn an_external_peer_and_a_second_host_are_named_apart_from_our_own_peer() {
+        let cells = quick_cells(concat!(
+            "  - { name: echo, kind: echo, transports: [tcp], payloads: [200B], iterations: 10, timeout: 1s }\n",
+            "  - { name: echo-c, kind: echo, transports: [tcp], payloads: [200B], iterations: 10, timeout: 1s, peer: { command: [\"peers/c/build/{target}/c-echo-peer\"] } }\n",
+            "  - { name: echo-netns, kind: echo, transports: [tcp], payloads: [200B], iterations: 10, timeout: 1s, host: netns, mtu: 9000 }\n",
+        ));
+        let env = environment("native", "cpu");
+        let results = cells
+            .iter()
+            .zip([3_000u64, 1_000, 2_000])
+            .map(|(cell, ns)| passed(cell, &env, vec![ns; 10]))
+            .collect();
+        let report = LegReport::new(results, None, RegressionPolicy::default(), 0);
+        let names: Vec<String> = stacks(&report).into_iter().map(|s| s.name).collect();
+        assert_eq!(
+            names,
+            [
+                "tcp, peer c-echo-peer",
+                "tcp, second host (netns, MTU 9000)",
+                "tcp"
+            ]
+        );
+    }
 }
