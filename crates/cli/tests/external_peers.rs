@@ -236,3 +236,105 @@ fn the_readme_worked_example_passes_its_cells_as_printed() {
     assert_eq!(run.results.len(), 6);
     assert!(run.results.iter().all(|r| r.outcome.passed));
 }
+
+/// Processes whose command line is `sleep <seconds>`.
+fn sleepers(seconds: &str) -> usize {
+    let wanted = format!("sleep\0{seconds}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| std::fs::read(entry.ok()?.path().join("cmdline")).ok())
+        .filter(|cmdline| cmdline == wanted.as_bytes())
+        .count()
+}
+
+/// Peers that misbehave at the edges of the protocol: one that starts a process of its
+/// own (which holds its stderr) and leaves it behind, one that talks after the goodbye,
+/// one that writes far more to stderr than is kept before its error line.
+#[test]
+fn a_peers_leftovers_its_words_after_goodbye_and_its_last_error_line_are_handled() {
+    let s = Scratch::new(
+        "external-edges",
+        &matrix(&[
+            ("leaves-child", "tcp", vec!["./leaves-child.sh".into()]),
+            ("talks-after", "tcp", vec!["./talks-after.py".into()]),
+            ("noisy", "tcp", vec!["./noisy.sh".into()]),
+        ]),
+    );
+    let script = |name: &str, text: String| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(s.path(name), text).unwrap();
+        std::fs::set_permissions(s.path(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    // `exec`: the peer keeps the script's pid; the sleeper is in its process group and
+    // holds its stderr.
+    script(
+        "leaves-child.sh",
+        format!("#!/bin/sh\nsleep 31337 &\nexec {} \"$@\"\n", python_peer()),
+    );
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let example = readme
+        .split("### A worked example")
+        .nth(1)
+        .and_then(|s| s.split("```python\n").nth(1))
+        .and_then(|s| s.split("```").next())
+        .unwrap();
+    let goodbye = "        sys.exit(0)                           # goodbye\n";
+    assert!(example.contains(goodbye));
+    script(
+        "talks-after.py",
+        example.replace(
+            goodbye,
+            "        sock.sendall(struct.pack(\"<Q\", 3) + b\"bye\")\n        sys.exit(0)\n",
+        ),
+    );
+    script(
+        "noisy.sh",
+        "#!/bin/sh\ni=0\nwhile [ $i -lt 2000 ]; do echo \"line $i: a long line of progress that nobody needs to read, over and over\" >&2; i=$((i+1)); done\necho 'noisy: THE REAL ERROR' >&2\nexit 2\n".into(),
+    );
+    let output = s.run(&["run", "--out", "out", "--baselines", "baselines"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let run = stored(&s);
+    for result in &run.results {
+        let (id, failure) = (&result.cell.id, &result.outcome.failure);
+        match result.cell.scenario.as_str() {
+            "leaves-child" => assert!(failure.is_none(), "{id}: {failure:?}"),
+            "talks-after" => {
+                let failure = failure.as_ref().unwrap_or_else(|| panic!("{id} passed"));
+                assert_eq!(
+                    failure.kind,
+                    FailureKind::Protocol,
+                    "{id}: {}",
+                    failure.reason
+                );
+                assert!(
+                    failure.reason.contains("3 bytes after its last reply"),
+                    "{id}: {}",
+                    failure.reason
+                );
+            }
+            _ => {
+                let failure = failure.as_ref().unwrap_or_else(|| panic!("{id} passed"));
+                assert!(
+                    failure.reason.contains("noisy: THE REAL ERROR"),
+                    "{id}: {}",
+                    failure.reason
+                );
+                assert!(
+                    failure.reason.contains("bytes left out"),
+                    "{id}: {}",
+                    failure.reason
+                );
+                assert!(
+                    failure.reason.contains("line 0:"),
+                    "{id}: {}",
+                    failure.reason
+                );
+            }
+        }
+    }
+    assert_eq!(
+        sleepers("31337"),
+        0,
+        "a peer's own process was left running"
+    );
+}

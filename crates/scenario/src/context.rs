@@ -100,7 +100,7 @@ impl RunOptions {
             .map_err(|e| setup_failure(format!("starting the peer: {e}")))?;
         let protocol = ExternalPeerConfig::of(cell, config)
             .map_err(|e| setup_failure(format!("starting the peer: {e}")))?;
-        PeerProcess::spawn_external(&command, &protocol, config.cpu)
+        PeerProcess::spawn_external(&command, &protocol, config.cpu, &self.project_dir)
             .map_err(|e| setup_failure(format!("starting the peer: {e}")))
     }
 

@@ -91,7 +91,9 @@ pub struct ResolvedCommand {
 
 /// Finds `peer`'s program: a word with a `/` is a path (relative ones from
 /// `project_dir`, matrix.yaml's folder), a bare name is looked up in PATH; `{target}`
-/// stands for `target_triple`. Refuses a program that is not there or cannot run.
+/// stands for `target_triple`. Refuses, saying why, a program that is not there, cannot
+/// run, or is built for another CPU than this build's (which would run natively by
+/// mistake, or through an emulator the host happens to register).
 pub fn resolve(
     peer: &ExternalPeer,
     project_dir: &Path,
@@ -102,11 +104,16 @@ pub fn resolve(
         .next()
         .ok_or("the peer command is empty: name a program")?;
     let program = if first.contains('/') {
-        let path = Path::new(&first);
-        let path = match path.is_absolute() {
-            true => path.to_path_buf(),
-            false => project_dir.join(path),
-        };
+        let path = project_dir.join(&first);
+        let path = std::path::absolute(&path).unwrap_or(path);
+        if let Ok(link) = std::fs::symlink_metadata(&path) {
+            if link.file_type().is_symlink() && !path.exists() {
+                return Err(format!(
+                    "the peer command `{first}` is a symbolic link ({}) to nothing that exists",
+                    path.display()
+                ));
+            }
+        }
         if !path.exists() {
             return Err(format!(
                 "the peer command `{first}` does not exist (looked for {})",
@@ -115,8 +122,9 @@ pub fn resolve(
         }
         path
     } else {
-        find_in_path(&first)
-            .ok_or_else(|| format!("the peer command `{first}` is not found in PATH"))?
+        find_in_path(&first).ok_or_else(|| {
+            format!("the peer command `{first}` is not an executable file in PATH")
+        })?
     };
     let metadata = std::fs::metadata(&program)
         .map_err(|e| format!("the peer command {}: {e}", program.display()))?;
@@ -126,41 +134,122 @@ pub fn resolve(
             program.display()
         ));
     }
+    let for_this_target = match Executable::read(&program) {
+        Executable::Elf(elf) if Some(elf) == this_machine() => true,
+        Executable::Elf(elf) => {
+            return Err(format!(
+                "the peer command {} is built for another CPU ({}); this leg's binaries are {} ({}): build it for {target_triple}",
+                program.display(),
+                elf.describe(),
+                std::env::consts::ARCH,
+                this_machine().map_or_else(|| "unknown".into(), |m| m.describe()),
+            ))
+        }
+        Executable::Script(interpreter) => {
+            if interpreter.starts_with('/') && !Path::new(&interpreter).exists() {
+                return Err(format!(
+                    "the peer command {} is a script whose interpreter {interpreter} (its #! line) does not exist",
+                    program.display()
+                ));
+            }
+            false
+        }
+        Executable::Unknown => {
+            return Err(format!(
+                "the peer command {} is neither an ELF executable nor a script (a first line `#!interpreter`)",
+                program.display()
+            ))
+        }
+    };
     Ok(ResolvedCommand {
-        for_this_target: elf_machine(&program) == this_machine(),
+        for_this_target,
         program,
         args: words.collect(),
     })
 }
 
+/// The first executable file named `name` in PATH, as a shell finds it.
 fn find_in_path(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
             .map(|dir| dir.join(name))
-            .find(|path| path.is_file())
+            .find(|path| {
+                std::fs::metadata(path)
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
     })
 }
 
-/// The ELF machine (`e_machine`) of the file at `path`; `None` when it is not ELF.
-fn elf_machine(path: &Path) -> Option<u16> {
-    let mut header = [0u8; 20];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut header))
-        .ok()?;
-    if &header[..4] != b"\x7fELF" {
-        return None;
-    }
-    let bytes = [header[18], header[19]];
-    match header[5] {
-        1 => Some(u16::from_le_bytes(bytes)),
-        2 => Some(u16::from_be_bytes(bytes)),
-        _ => None,
+/// The CPU an ELF executable is built for: its machine and byte order (ppc64 is one
+/// machine in two byte orders).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ElfMachine {
+    machine: u16,
+    big_endian: bool,
+}
+
+impl ElfMachine {
+    fn describe(self) -> String {
+        let name = match self.machine {
+            3 => "x86",
+            62 => "x86_64",
+            40 => "arm",
+            183 => "aarch64",
+            22 => "s390x",
+            21 => "powerpc64",
+            243 => "riscv",
+            _ => "ELF machine",
+        };
+        let order = if self.big_endian { "big" } else { "little" };
+        format!("{name} ({}), {order}-endian", self.machine)
     }
 }
 
-/// The ELF machine this build runs as.
-fn this_machine() -> Option<u16> {
-    Some(match std::env::consts::ARCH {
+/// What a program file is, from its first bytes.
+enum Executable {
+    Elf(ElfMachine),
+    /// A script, with the interpreter its `#!` line names.
+    Script(String),
+    Unknown,
+}
+
+impl Executable {
+    fn read(path: &Path) -> Self {
+        let mut head = [0u8; 256];
+        let Ok(n) = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)) else {
+            return Executable::Unknown;
+        };
+        let head = &head[..n];
+        if head.len() >= 20 && &head[..4] == b"\x7fELF" {
+            let bytes = [head[18], head[19]];
+            let big_endian = match head[5] {
+                1 => false,
+                2 => true,
+                _ => return Executable::Unknown,
+            };
+            let machine = match big_endian {
+                false => u16::from_le_bytes(bytes),
+                true => u16::from_be_bytes(bytes),
+            };
+            return Executable::Elf(ElfMachine {
+                machine,
+                big_endian,
+            });
+        }
+        match head.strip_prefix(b"#!") {
+            Some(rest) => {
+                let line = rest.split(|&b| b == b'\n').next().unwrap_or_default();
+                let line = String::from_utf8_lossy(line);
+                Executable::Script(line.split_whitespace().next().unwrap_or("").to_string())
+            }
+            None => Executable::Unknown,
+        }
+    }
+}
+
+/// The CPU this build runs as; `None` on one this table does not know.
+fn this_machine() -> Option<ElfMachine> {
+    let machine = match std::env::consts::ARCH {
         "x86" => 3,
         "x86_64" => 62,
         "arm" => 40,
@@ -169,6 +258,10 @@ fn this_machine() -> Option<u16> {
         "powerpc64" => 21,
         "riscv64" => 243,
         _ => return None,
+    };
+    Some(ElfMachine {
+        machine,
+        big_endian: cfg!(target_endian = "big"),
     })
 }
 
@@ -269,9 +362,56 @@ mod tests {
             "{e}"
         );
         let e = resolve(&peer(&["no-such-program-here"]), dir, "t").unwrap_err();
-        assert!(e.contains("not found in PATH"), "{e}");
+        assert!(e.contains("not an executable file in PATH"), "{e}");
         let e = resolve(&peer(&["/"]), dir, "t").unwrap_err();
         assert!(e.contains("is not an executable file"), "{e}");
+    }
+
+    /// Files a command may name that cannot be this leg's peer, each refused saying why.
+    #[test]
+    fn foreign_elves_headless_files_missing_interpreters_and_dangling_links_are_refused() {
+        let dir = std::env::temp_dir().join(format!("ipc-matrix-resolve-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |name: &str, bytes: &[u8]| {
+            std::fs::write(dir.join(name), bytes).unwrap();
+            std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o755))
+                .unwrap();
+        };
+        // An ELF header of another CPU: s390x (22, big-endian) here, x86_64 on s390x.
+        let other: &[u8] = match std::env::consts::ARCH {
+            "s390x" => &[
+                0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 62, 0,
+            ],
+            _ => &[
+                0x7f, b'E', b'L', b'F', 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 22,
+            ],
+        };
+        write("foreign", other);
+        write("headless", b"echo no interpreter line\n");
+        write("orphan.sh", b"#!/nonexistent/interpreter -x\n");
+        std::os::unix::fs::symlink(dir.join("nothing"), dir.join("dangling")).unwrap();
+        let refusal = |name: &str| resolve(&peer(&[&format!("./{name}")]), &dir, "t").unwrap_err();
+        let e = refusal("foreign");
+        assert!(
+            e.contains("is built for another CPU") && e.contains("build it for t"),
+            "{e}"
+        );
+        let e = refusal("headless");
+        assert!(e.contains("neither an ELF executable nor a script"), "{e}");
+        let e = refusal("orphan.sh");
+        assert!(
+            e.contains("interpreter /nonexistent/interpreter (its #! line) does not exist"),
+            "{e}"
+        );
+        let e = refusal("dangling");
+        assert!(
+            e.contains("is a symbolic link") && e.contains("to nothing that exists"),
+            "{e}"
+        );
+        // Paths are shown whole, without `./` pieces.
+        assert!(e.contains(&format!("({}/dangling)", dir.display())), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

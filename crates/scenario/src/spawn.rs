@@ -7,6 +7,7 @@ use std::io::{self, Read};
 use std::os::fd::RawFd;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -15,8 +16,12 @@ use std::time::{Duration, Instant};
 pub const PEER_RUNNER_ENV: &str = "IPC_MATRIX_PEER_RUNNER";
 /// How long a peer may take to exit after its goodbye, in every kind.
 pub(crate) const GOODBYE_WITHIN: Duration = Duration::from_secs(5);
-/// At most this much of the peer's stderr is kept.
-const STDERR_KEEP: usize = 16 * 1024;
+/// Of the peer's stderr, the first and the last this many bytes are kept: how it started
+/// and how it ended.
+const STDERR_HEAD: usize = 4 * 1024;
+const STDERR_TAIL: usize = 12 * 1024;
+/// How long a stopped peer's stderr may take to reach its end.
+const STDERR_DRAIN: Duration = Duration::from_millis(500);
 
 /// How a peer process is started.
 struct Launch<'a> {
@@ -28,6 +33,8 @@ struct Launch<'a> {
     inherited: Vec<RawFd>,
     /// The CPU the process is pinned to before it runs.
     cpu: Option<usize>,
+    /// The folder it runs in; ours when `None`.
+    dir: Option<&'a Path>,
 }
 
 /// A CPU set of one CPU.
@@ -42,7 +49,9 @@ fn cpu_set(cpu: usize) -> libc::cpu_set_t {
 
 pub struct PeerProcess {
     child: Child,
-    stderr: Option<JoinHandle<Vec<u8>>>,
+    /// The thread that reads the peer's stderr into `kept`.
+    stderr: Option<JoinHandle<()>>,
+    kept: Arc<Mutex<KeptStderr>>,
     status: Option<ExitStatus>,
 }
 
@@ -58,17 +67,20 @@ impl PeerProcess {
             inherited: config.address.inherited_fds(),
             // Our peer pins itself, after reading its configuration.
             cpu: None,
+            dir: None,
         };
         Self::start(launch, &json)
     }
 
-    /// Starts a peer the user brings: `<command...> serve --config <config>`. An ELF of
+    /// Starts a peer the user brings: `<command...> serve --config <config>`, in `dir`
+    /// (matrix.yaml's folder, which its relative arguments are written from). An ELF of
     /// this build's architecture goes through the runner prefix (QEMU); it is pinned to
     /// `cpu` before it runs, as our own peer pins itself.
     pub fn spawn_external(
         command: &ResolvedCommand,
         config: &ExternalPeerConfig,
         cpu: Option<usize>,
+        dir: &Path,
     ) -> io::Result<Self> {
         let json = serde_json::to_string(config).map_err(io::Error::other)?;
         let launch = Launch {
@@ -77,6 +89,7 @@ impl PeerProcess {
             through_runner: command.for_this_target,
             inherited: Vec::new(),
             cpu,
+            dir: Some(dir),
         };
         Self::start(launch, &json)
     }
@@ -99,35 +112,48 @@ impl PeerProcess {
             None => Command::new(launch.program),
         };
         command.args(launch.args);
-        // The transport's descriptors the peer inherits (a pipe's ends): clear their
-        // FD_CLOEXEC in the child only, with fcntl (async-signal-safe) between fork and
-        // exec; and the CPU it is pinned to, with sched_setaffinity (a system call).
+        if let Some(dir) = launch.dir {
+            command.current_dir(dir);
+        }
+        // Its own process group, so that stopping it stops whatever it started too.
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        // In the child, between fork and exec, only async-signal-safe system calls: the
+        // transport's descriptors the peer inherits (a pipe's ends) lose FD_CLOEXEC; the
+        // peer dies with the thread that started it (PR_SET_PDEATHSIG; and not at all if
+        // that already happened); and it is pinned to its CPU.
         let inherited = launch.inherited;
         let cpus = launch.cpu.map(cpu_set);
-        if !inherited.is_empty() || cpus.is_some() {
-            let in_child = move || {
-                for &fd in &inherited {
-                    // SAFETY: fcntl on integers; no allocation, no lock.
-                    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
-                    if flags < 0
-                        || unsafe { libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) } < 0
-                    {
-                        return Err(io::Error::last_os_error());
-                    }
+        // SAFETY: getpid has no preconditions.
+        let parent = unsafe { libc::getpid() };
+        let in_child = move || {
+            for &fd in &inherited {
+                // SAFETY: fcntl on integers; no allocation, no lock.
+                let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+                if flags < 0
+                    || unsafe { libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) } < 0
+                {
+                    return Err(io::Error::last_os_error());
                 }
-                if let Some(set) = &cpus {
-                    // SAFETY: a set built before fork, read only.
-                    let size = std::mem::size_of::<libc::cpu_set_t>();
-                    if unsafe { libc::sched_setaffinity(0, size, set) } != 0 {
-                        return Err(io::Error::last_os_error());
-                    }
+            }
+            // SAFETY: prctl and getppid on integers.
+            if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if unsafe { libc::getppid() } != parent {
+                return Err(io::Error::other("the measuring process exited"));
+            }
+            if let Some(set) = &cpus {
+                // SAFETY: a set built before fork, read only.
+                let size = std::mem::size_of::<libc::cpu_set_t>();
+                if unsafe { libc::sched_setaffinity(0, size, set) } != 0 {
+                    return Err(io::Error::last_os_error());
                 }
-                Ok(())
-            };
-            // SAFETY: the closure only calls fcntl and sched_setaffinity on data
-            // allocated before fork.
-            unsafe { std::os::unix::process::CommandExt::pre_exec(&mut command, in_child) };
-        }
+            }
+            Ok(())
+        };
+        // SAFETY: the closure calls only fcntl, prctl, getppid and sched_setaffinity, on
+        // data allocated before fork.
+        unsafe { std::os::unix::process::CommandExt::pre_exec(&mut command, in_child) };
         let mut child = command
             .arg(SERVE_ARG)
             .arg("--config")
@@ -137,27 +163,25 @@ impl PeerProcess {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("starting {}: {e}", launch.program.display()),
-                )
+                let what = match runner.first() {
+                    Some(first) => format!(
+                        "{} through the runner {first} ({PEER_RUNNER_ENV})",
+                        launch.program.display()
+                    ),
+                    None => launch.program.display().to_string(),
+                };
+                io::Error::new(e.kind(), format!("starting {what}: {e}"))
             })?;
-        let mut pipe = child.stderr.take().expect("stderr is piped");
-        let stderr = std::thread::spawn(move || {
-            let mut kept = Vec::new();
-            let mut chunk = [0u8; 4096];
-            while let Ok(n) = pipe.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                let room = STDERR_KEEP.saturating_sub(kept.len());
-                kept.extend_from_slice(&chunk[..n.min(room)]);
-            }
-            kept
-        });
+        let pipe = child.stderr.take().expect("stderr is piped");
+        let kept = Arc::new(Mutex::new(KeptStderr::default()));
+        let stderr = {
+            let kept = Arc::clone(&kept);
+            std::thread::spawn(move || keep_stderr(pipe, &kept))
+        };
         Ok(Self {
             child,
             stderr: Some(stderr),
+            kept,
             status: None,
         })
     }
@@ -180,17 +204,40 @@ impl PeerProcess {
         }
     }
 
-    /// Kills the peer if it still runs, reaps it, and returns what it wrote to stderr.
+    /// Kills the peer and every process it started (its process group) if they still
+    /// run, reaps it, and returns what it wrote to stderr (control characters shown as
+    /// U+FFFD: it is printed on terminals).
     pub fn stop(&mut self) -> String {
+        // SAFETY: kill on integers. The group is the peer's own (process_group(0)): its
+        // id is not reused while a member lives, and ESRCH when none does is harmless.
+        unsafe { libc::kill(-(self.child.id() as libc::pid_t), libc::SIGKILL) };
         if self.status.is_none() {
             let _ = self.child.kill();
             self.status = self.child.wait().ok();
         }
-        self.stderr
-            .take()
-            .and_then(|h| h.join().ok())
-            .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_string())
-            .unwrap_or_default()
+        let Some(reader) = self.stderr.take() else {
+            return String::new();
+        };
+        // A process that left the group (setsid) may still hold the pipe: what arrived
+        // is kept either way, and the wait for the rest is bounded.
+        let until = Instant::now() + STDERR_DRAIN;
+        while !reader.is_finished() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let held_open = !reader.is_finished();
+        let kept = self.kept.lock().map(|k| k.text()).unwrap_or_default();
+        let mut text: String = kept
+            .trim()
+            .chars()
+            .map(|c| match c.is_control() && c != '\n' && c != '\t' {
+                true => char::REPLACEMENT_CHARACTER,
+                false => c,
+            })
+            .collect();
+        if held_open {
+            text.push_str(" [its stderr is still held open by a process it started that left its process group]");
+        }
+        text
     }
 }
 
@@ -207,5 +254,53 @@ pub fn describe(status: ExitStatus) -> String {
         (Some(code), _) => format!("exit status {code}"),
         (None, Some(signal)) => format!("killed by signal {signal}"),
         _ => status.to_string(),
+    }
+}
+
+/// The first [`STDERR_HEAD`] and the last [`STDERR_TAIL`] bytes of a peer's stderr.
+#[derive(Default)]
+struct KeptStderr {
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    left_out: u64,
+}
+
+impl KeptStderr {
+    fn push(&mut self, mut bytes: &[u8]) {
+        let into_head = bytes.len().min(STDERR_HEAD - self.head.len());
+        self.head.extend_from_slice(&bytes[..into_head]);
+        bytes = &bytes[into_head..];
+        self.tail.extend(bytes);
+        let over = self.tail.len().saturating_sub(STDERR_TAIL);
+        self.tail.drain(..over);
+        self.left_out += over as u64;
+    }
+
+    fn text(&self) -> String {
+        let head = String::from_utf8_lossy(&self.head);
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        let tail = String::from_utf8_lossy(&tail);
+        match self.left_out {
+            0 => format!("{head}{tail}"),
+            n => format!("{head} [... {n} bytes left out ...] {tail}"),
+        }
+    }
+}
+
+/// Reads the peer's stderr to its end into `kept` (a read interrupted by a signal is
+/// tried again: a peer must never block on a full pipe).
+fn keep_stderr(mut pipe: impl Read, kept: &Mutex<KeptStderr>) {
+    let mut chunk = [0u8; 4096];
+    loop {
+        match pipe.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(n) => {
+                if let Ok(mut kept) = kept.lock() {
+                    kept.push(&chunk[..n]);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
     }
 }

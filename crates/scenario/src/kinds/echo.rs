@@ -12,11 +12,13 @@ use crate::peer::{before_reply, PeerConfig};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_codec::FrameCodec;
-use ipc_matrix_results::Failure;
+use ipc_matrix_results::{Failure, FailureKind};
 use ipc_matrix_spec::{Cell, CodecKind};
 use ipc_matrix_transport::{listen, Channel, ListenOptions, TransportError};
 use std::time::Instant;
 
+/// How long a message that follows the goodbye is waited for, once the peer has exited.
+const NOTHING_AFTER_GOODBYE: std::time::Duration = std::time::Duration::from_millis(20);
 /// Bytes a reply may exceed its request by and still be read (and reported as too long).
 const REPLY_SLACK: usize = 1024;
 
@@ -112,14 +114,29 @@ impl Endpoint for ChannelEndpoint {
         &mut self.peer
     }
 
-    /// An empty message says goodbye.
+    /// An empty message says goodbye; the peer exits cleanly, and nothing follows (a
+    /// reply to the goodbye, or a second reply to an earlier request).
     fn goodbye(&mut self) -> Result<(), Failure> {
         let deadline = Instant::now() + GOODBYE_WITHIN;
         let said = self
             .channel
             .send(&[], deadline)
             .map_err(|e| format!("goodbye not delivered: {e}"));
-        expect_clean_exit(&mut self.peer, said, deadline)
+        expect_clean_exit(&mut self.peer, said, deadline)?;
+        // The peer is gone: a stream reads its end at once, a datagram socket only what
+        // was already sent.
+        let after = Instant::now() + NOTHING_AFTER_GOODBYE;
+        match self.channel.recv(&mut self.reply, self.limit, after) {
+            Ok(()) => Err(Failure {
+                kind: FailureKind::Protocol,
+                round_trip: None,
+                reason: format!(
+                    "the peer sent a message of {} bytes after its last reply, which no request asked for (a reply to the goodbye, or a second reply)",
+                    self.reply.len()
+                ),
+            }),
+            Err(_) => Ok(()),
+        }
     }
 }
 
