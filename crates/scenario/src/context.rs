@@ -6,6 +6,7 @@ use crate::failure::setup_failure;
 use crate::fault::Fault;
 use crate::measure::Recorder;
 use crate::peer::{PeerConfig, PeerDelay};
+use crate::second_host::SecondHost;
 use crate::spawn::PeerProcess;
 use ipc_matrix_results::{CodecStages, Failure, LoadStats, LoggingStats};
 use ipc_matrix_spec::Cell;
@@ -33,6 +34,9 @@ pub struct RunOptions {
     /// trip by the request/reply loop (echo, bulk, codec, rpc, req-rep), outside the timed
     /// region, with a relaxed store. The other kinds leave it at 0.
     pub progress: Option<Arc<AtomicU64>>,
+    /// The second host the cell's peer runs on: set by the cell runner, for the cell's
+    /// time, on a `host: netns` cell; the measuring side binds to its `host` address.
+    pub second_host: Option<SecondHost>,
 }
 
 impl RunOptions {
@@ -78,7 +82,8 @@ impl RunOptions {
 
     /// Starts the peer process with `config`.
     pub(crate) fn start_peer(&self, config: &PeerConfig) -> Result<PeerProcess, Failure> {
-        PeerProcess::spawn(&self.peer_program, config)
+        let netns = self.second_host.as_ref().map(|h| h.namespace.as_str());
+        PeerProcess::spawn(&self.peer_program, config, netns)
             .map_err(|e| setup_failure(format!("starting the peer: {e}")))
     }
 
@@ -102,6 +107,7 @@ impl Default for RunOptions {
             peer_delay: None,
             run_id: ipc_matrix_results::run_id().to_string(),
             progress: None,
+            second_host: None,
         }
     }
 }

@@ -23,11 +23,19 @@ pub struct PeerProcess {
 }
 
 impl PeerProcess {
-    pub fn spawn(program: &Path, config: &PeerConfig) -> io::Result<Self> {
-        let runner: Vec<String> = std::env::var(PEER_RUNNER_ENV)
+    /// Starts `program` as the peer; in network namespace `netns` when given (the whole
+    /// command, runner included, under `ip netns exec`, which execs it: same pid).
+    pub fn spawn(program: &Path, config: &PeerConfig, netns: Option<&str>) -> io::Result<Self> {
+        let runner: Vec<String> = netns
+            .map(crate::second_host::exec_in)
             .unwrap_or_default()
-            .split_whitespace()
-            .map(String::from)
+            .into_iter()
+            .chain(
+                std::env::var(PEER_RUNNER_ENV)
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .map(String::from),
+            )
             .collect();
         let mut command = match runner.split_first() {
             Some((first, rest)) => {

@@ -62,6 +62,7 @@ pub(crate) fn udp_load(
         ListenOptions {
             wake: None,
             max_message: 64,
+            bind: None,
         },
     )
     .map_err(|e| setup_failure(format!("opening the control channel: {e}")))?;
