@@ -5,7 +5,7 @@ use crate::args::Selection;
 use anyhow::Result;
 use ipc_matrix::exit_code;
 use ipc_matrix::term::{console, MessageFormat, JSON_FORMAT_VERSION};
-use ipc_matrix_scenario::probe_for;
+use ipc_matrix_scenario::{probe_for, unmet_need};
 
 pub fn run(selection: &Selection) -> Result<u8> {
     let cells = selection.cells()?;
@@ -16,9 +16,17 @@ pub fn run(selection: &Selection) -> Result<u8> {
         selection.matrix.display()
     );
     for cell in cells {
+        // What the cell needs that this machine lacks: `run` skips it, saying so.
+        let need = unmet_need(&cell);
         match console().format {
-            // The list is the output: printed even under --quiet.
-            MessageFormat::Human => println!("{}", cell.id),
+            // The list is the output: printed even under --quiet; ids alone, so the
+            // need goes to stderr.
+            MessageFormat::Human => {
+                println!("{}", cell.id);
+                if let Some(need) = &need {
+                    eprintln!("note: {} is skipped here: it {need}", cell.id);
+                }
+            }
             MessageFormat::Json => {
                 let line = serde_json::json!({
                     "type": "cell",
@@ -35,6 +43,7 @@ pub fn run(selection: &Selection) -> Result<u8> {
                     "profile": cell.profile,
                     "floor_probe": probe_for(&cell),
                     "memory_need_bytes": cell.memory_need(),
+                    "unmet_need": need,
                 });
                 println!("{line}");
             }

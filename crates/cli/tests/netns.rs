@@ -1,0 +1,223 @@
+//! Cells on a second host (`host: netns`): without CAP_NET_ADMIN they are skipped, each
+//! named with what it needs, never passed; a run killed (`kill -9`) while such a cell
+//! runs leaves its namespace and veth link, and the next run removes them, naming them.
+//!
+//! Both start `ipc-matrix run` as a run of its own (through QEMU when the suite runs
+//! emulated). Without what a test needs here (CAP_NET_ADMIN and `ip`; util-linux's
+//! `setpriv` to drop the capability) it is listed as ignored, saying so.
+
+mod common;
+
+use common::{text, Scratch};
+use ipc_matrix_spec::Spec;
+use libtest_mimic::{Arguments, Failed, Trial};
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// An echo across the link long enough to be killed inside, and a quick loopback cell
+/// for the run that comes after.
+const MATRIX: &str = test_matrix!(
+    "- { name: echo-netns, kind: echo, host: netns, transports: [tcp, udp], payloads: [200B], iterations: 300000, warmup: 10, timeout: 5s }",
+    "- { name: after, kind: echo, transports: [tcp], payloads: [200B], iterations: 100, warmup: 0, timeout: 5s }",
+);
+/// Drops CAP_NET_ADMIN from every set of the command it runs, and from its children's.
+const WITHOUT_NET_ADMIN: [&str; 4] = [
+    "setpriv",
+    "--inh-caps=-net_admin",
+    "--ambient-caps=-net_admin",
+    "--bounding-set=-net_admin",
+];
+
+fn main() -> std::process::ExitCode {
+    let args = Arguments::from_args();
+    let netns_need = netns_need();
+    let can_drop = Command::new(WITHOUT_NET_ADMIN[0])
+        .args(&WITHOUT_NET_ADMIN[1..])
+        .arg("true")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let gated = Trial::test(
+        "netns::without-cap-net-admin::cells-are-skipped",
+        cells_are_skipped_without_net_admin,
+    );
+    let crash = Trial::test(
+        "netns::kill-9::next-run-removes-the-link",
+        the_next_run_removes_a_killed_runs_link,
+    );
+    let trials = vec![
+        match can_drop {
+            true => gated,
+            false => gated.with_ignored_flag(true).with_kind("needs setpriv"),
+        },
+        match netns_need {
+            None => crash,
+            Some(need) => crash.with_ignored_flag(true).with_kind(need),
+        },
+    ];
+    libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// What this machine lacks to run the matrix's netns cells, if anything.
+fn netns_need() -> Option<String> {
+    let scratch = Scratch::new("netns-need", MATRIX);
+    let cells = Spec::load(&scratch.path("matrix.yaml"))
+        .map_err(|e| e.to_string())
+        .and_then(|spec| spec.cells("quick"))
+        .expect("the test matrix loads");
+    cells.iter().find_map(ipc_matrix_scenario::unmet_need)
+}
+
+fn cells_are_skipped_without_net_admin() -> Result<(), Failed> {
+    let s = Scratch::new("netns-gated", MATRIX);
+    let without = |args: &[&str]| {
+        let inner = s.command(args);
+        let mut command = Command::new(WITHOUT_NET_ADMIN[0]);
+        command
+            .args(&WITHOUT_NET_ADMIN[1..])
+            .arg(inner.get_program())
+            .args(inner.get_args())
+            .current_dir(&s.0)
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove(ipc_matrix_results::NEXTEST_RUN_ID_ENV);
+        command.output()
+    };
+    let ran = without(&["run", "--out", "out", "--filter", "echo-netns"])?;
+    let out = text(&ran);
+    if ran.status.code() != Some(0) {
+        return Err(format!("the run failed: {out}").into());
+    }
+    for transport in ["tcp", "udp"] {
+        let line = format!("echo-netns::{transport}::200B: needs CAP_NET_ADMIN");
+        if !out
+            .lines()
+            .any(|l| l.starts_with("SKIP") && l.ends_with(&line))
+        {
+            return Err(format!("no SKIP line ending `{line}`:\n{out}").into());
+        }
+    }
+    if !out.contains("0 passed, 0 failed, 2 skipped") || out.contains("PASS") {
+        return Err(format!("skipped cells were counted otherwise:\n{out}").into());
+    }
+    let stored = std::fs::read_dir(s.path("out"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|leg| {
+            leg.path()
+                .join("quick/cells")
+                .read_dir()
+                .is_ok_and(|mut d| d.next().is_some())
+        });
+    if stored {
+        return Err("a skipped cell stored a result".into());
+    }
+    // The list says it too: on stderr beside the id, in the JSON line's `unmet_need`.
+    let listed = without(&["list", "--message-format", "json", "--filter", "echo-netns"])?;
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    if lines.len() != 2
+        || lines
+            .iter()
+            .any(|l| l["unmet_need"] != "needs CAP_NET_ADMIN")
+    {
+        return Err(format!("list: {lines:?}").into());
+    }
+    println!("{out}");
+    Ok(())
+}
+
+/// Namespaces and host-side veth ends of links made by process `pid`.
+fn links_of(pid: u32) -> Vec<PathBuf> {
+    let namespace = PathBuf::from(format!("/run/netns/ipcm-{pid}-0"));
+    let veth = PathBuf::from(format!("/sys/class/net/ipcm{pid}h0"));
+    [namespace, veth]
+        .into_iter()
+        .filter(|p| p.exists())
+        .collect()
+}
+
+fn sigkill(pid: u32) {
+    // SAFETY: kill with integer arguments.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+}
+
+fn the_next_run_removes_a_killed_runs_link() -> Result<(), Failed> {
+    let s = Scratch::new("netns-crash", MATRIX);
+    let mut run = s
+        .command(&["run", "--out", "out", "--filter", "echo-netns::tcp"])
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let pid = run.id();
+    let stdout = run.stdout.take().ok_or("no stdout")?;
+    // Drained, so the run never blocks on a full pipe.
+    std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).count());
+    // The cell runs once its namespace holds the peer.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let namespace = format!("ipcm-{pid}-0");
+    let peer = loop {
+        let pids = Command::new("ip")
+            .args(["netns", "pids", &namespace])
+            .stderr(Stdio::null())
+            .output()?;
+        let found = String::from_utf8_lossy(&pids.stdout)
+            .split_whitespace()
+            .find_map(|p| p.parse::<u32>().ok());
+        if let Some(peer) = found {
+            break peer;
+        }
+        if Instant::now() >= deadline || run.try_wait()?.is_some() {
+            sigkill(pid);
+            let _ = run.wait();
+            return Err(format!("no peer ran in namespace {namespace} within 60 s").into());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    if run.try_wait()?.is_some() {
+        return Err("the run ended before it was killed; give its cell more to do".into());
+    }
+    sigkill(pid);
+    run.wait()?;
+    // Its peer dies with it (PR_SET_PDEATHSIG), inside the namespace too.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while ipc_matrix_transport::process_alive(peer) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if ipc_matrix_transport::process_alive(peer) {
+        return Err(format!("peer {peer} outlived its killed run").into());
+    }
+    let left = links_of(pid);
+    println!("the killed run {pid} left {left:?}");
+    if left.is_empty() {
+        return Err(format!("run {pid} was killed in its netns cell and left no link").into());
+    }
+    // Another test process's sweep may remove them first: what is still there as the
+    // next run starts must be named by it, and nothing may be left after it.
+    let still = links_of(pid);
+    let next = s.run(&["run", "--out", "out", "--filter", "/^after::/"]);
+    let out = text(&next);
+    if next.status.code() != Some(0) {
+        return Err(format!("the next run failed:\n{out}").into());
+    }
+    for path in &still {
+        let named = format!("removed a leftover of a crashed run: {}", path.display());
+        if !out.contains(&named) {
+            return Err(format!("{} was not named:\n{out}", path.display()).into());
+        }
+    }
+    if !links_of(pid).is_empty() {
+        return Err(format!("left after the next run: {:?}\n{out}", links_of(pid)).into());
+    }
+    let named = still.len();
+    println!("the next run named {named} of them:\n{out}");
+    Ok(())
+}
