@@ -10,6 +10,7 @@
 //! and the peer .2, chosen under a lock from the free ones: concurrent test processes
 //! never share one, and traffic only ever goes to addresses of links the run made.
 
+use ipc_matrix_results::Fragmentation;
 use ipc_matrix_spec::{Cell, NetnsLink};
 use ipc_matrix_transport::process_alive;
 use std::fs::File;
@@ -468,6 +469,66 @@ fn run(program: &Path, args: &[&str]) -> Result<String, String> {
     }
 }
 
+/// The IP fragmentation counters of the network namespace process `pid` runs in (its
+/// `/proc/<pid>/net/snmp`), as totals since the namespace was made.
+pub(crate) fn fragmentation_of(pid: u32) -> Result<Fragmentation, String> {
+    let path = format!("/proc/{pid}/net/snmp");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("reading {path}: {e}"))?;
+    parse_snmp(&text).map_err(|e| format!("{path}: {e}"))
+}
+
+/// The `Ip:` counters of an snmp file: a line of names, then one of values.
+fn parse_snmp(text: &str) -> Result<Fragmentation, String> {
+    let mut ip = text.lines().filter_map(|l| l.strip_prefix("Ip:"));
+    let (Some(names), Some(values)) = (ip.next(), ip.next()) else {
+        return Err("no `Ip:` names and values".into());
+    };
+    let counters: Vec<(&str, &str)> = names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .collect();
+    let get = |name: &str| -> Result<u64, String> {
+        let (_, value) = counters
+            .iter()
+            .find(|(n, _)| *n == name)
+            .ok_or_else(|| format!("no `Ip:` counter {name}"))?;
+        value
+            .parse()
+            .map_err(|_| format!("`Ip:` counter {name} is {value:?}, not a count"))
+    };
+    Ok(Fragmentation {
+        fragments_received: get("ReasmReqds")?,
+        reassembled: get("ReasmOKs")?,
+        reassembly_failed: get("ReasmFails")?,
+        fragmented: get("FragOKs")?,
+        fragments_created: get("FragCreates")?,
+        fragmentation_failed: get("FragFails")?,
+    })
+}
+
+/// What the counters went up by from `before` to `after`.
+pub(crate) fn fragmentation_between(
+    before: &Fragmentation,
+    after: &Fragmentation,
+) -> Fragmentation {
+    Fragmentation {
+        fragments_received: after
+            .fragments_received
+            .saturating_sub(before.fragments_received),
+        reassembled: after.reassembled.saturating_sub(before.reassembled),
+        reassembly_failed: after
+            .reassembly_failed
+            .saturating_sub(before.reassembly_failed),
+        fragmented: after.fragmented.saturating_sub(before.fragmented),
+        fragments_created: after
+            .fragments_created
+            .saturating_sub(before.fragments_created),
+        fragmentation_failed: after
+            .fragmentation_failed
+            .saturating_sub(before.fragmentation_failed),
+    }
+}
+
 /// Removes the namespaces and veth ends of links whose creator is no longer running
 /// (left by a `kill -9`); the paths of what it removed (`/run/netns/<name>`,
 /// `/sys/class/net/<name>`), for the user to see.
@@ -559,6 +620,44 @@ mod tests {
         assert_eq!(free_subnet(5, &[(Ipv4Addr::new(198, 18, 0, 0), 15)]), None);
         assert!(first_subnet(4_194_304, 7) < SUBNETS);
         assert_ne!(first_subnet(100, 0), first_subnet(101, 0));
+    }
+
+    #[test]
+    fn the_snmp_ip_counters_are_read_by_name() {
+        let snmp = "Ip: Forwarding DefaultTTL InReceives InHdrErrors InAddrErrors ForwDatagrams InUnknownProtos InDiscards InDelivers OutRequests OutDiscards OutNoRoutes ReasmTimeout ReasmReqds ReasmOKs ReasmFails FragOKs FragFails FragCreates OutTransmits\n\
+                    Ip: 2 64 900 0 0 0 0 0 900 450 0 0 0 900 20 3 10 1 450 450\n\
+                    Icmp: InMsgs InErrors\n\
+                    Icmp: 0 0\n";
+        let counted = parse_snmp(snmp).unwrap();
+        assert_eq!(
+            counted,
+            Fragmentation {
+                fragments_received: 900,
+                reassembled: 20,
+                reassembly_failed: 3,
+                fragmented: 10,
+                fragments_created: 450,
+                fragmentation_failed: 1,
+            }
+        );
+        let before = Fragmentation {
+            fragments_received: 45,
+            reassembled: 1,
+            ..Fragmentation::default()
+        };
+        let during = fragmentation_between(&before, &counted);
+        assert_eq!(during.fragments_received, 855);
+        assert_eq!(during.fragments_per_datagram(), Some(45.0));
+        // Names and values are matched, not read by position; a missing one is named.
+        let shuffled =
+            "Ip: ReasmOKs ReasmReqds ReasmFails FragOKs FragCreates FragFails\nIp: 1 2 3 4 5 6\n";
+        assert_eq!(parse_snmp(shuffled).unwrap().fragments_received, 2);
+        let short = "Ip: ReasmOKs ReasmReqds\nIp: 1 2\n";
+        assert!(parse_snmp(short).unwrap_err().contains("ReasmFails"));
+        assert!(parse_snmp("Ip: ReasmReqds\n").is_err());
+        let bad =
+            "Ip: ReasmReqds ReasmOKs ReasmFails FragOKs FragCreates FragFails\nIp: x 2 3 4 5 6\n";
+        assert!(parse_snmp(bad).unwrap_err().contains("ReasmReqds"));
     }
 
     #[test]
