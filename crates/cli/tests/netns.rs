@@ -1,6 +1,8 @@
 //! Cells on a second host (`host: netns`): without CAP_NET_ADMIN they are skipped, each
 //! named with what it needs, never passed; a run killed (`kill -9`) while such a cell
-//! runs leaves its namespace and veth link, and the next run removes them, naming them.
+//! runs leaves its namespace and veth link, and the next run removes them, naming them;
+//! a link shaped by netem delays every packet, or is skipped where the kernel has no
+//! `sch_netem`.
 //!
 //! Both start `ipc-matrix run` as a run of its own (through QEMU when the suite runs
 //! emulated). Without what a test needs here (CAP_NET_ADMIN and `ip`; util-linux's
@@ -22,6 +24,10 @@ use std::time::{Duration, Instant};
 const MATRIX: &str = test_matrix!(
     "- { name: echo-netns, kind: echo, host: netns, transports: [tcp, udp], payloads: [200B], iterations: 300000, warmup: 10, timeout: 5s }",
     "- { name: after, kind: echo, transports: [tcp], payloads: [200B], iterations: 100, warmup: 0, timeout: 5s }",
+);
+/// An echo across a link that netem delays by 1 ms each way.
+const SHAPED_MATRIX: &str = test_matrix!(
+    "- { name: shaped, kind: echo, host: netns, link: { delay: 1ms }, transports: [tcp], payloads: [200B], iterations: 50, warmup: 5, timeout: 5s }",
 );
 /// Drops CAP_NET_ADMIN from every set of the command it runs, and from its children's.
 const WITHOUT_NET_ADMIN: [&str; 4] = [
@@ -49,7 +55,15 @@ fn main() -> std::process::ExitCode {
         "netns::kill-9::next-run-removes-the-link",
         the_next_run_removes_a_killed_runs_link,
     );
+    let shaped = Trial::test(
+        "netns::shaped-link::delayed-or-skipped-without-netem",
+        a_shaped_link_delays_or_is_skipped,
+    );
     let trials = vec![
+        match &netns_need {
+            None => shaped,
+            Some(need) => shaped.with_ignored_flag(true).with_kind(need.clone()),
+        },
         match can_drop {
             true => gated,
             false => gated.with_ignored_flag(true).with_kind("needs setpriv"),
@@ -62,14 +76,55 @@ fn main() -> std::process::ExitCode {
     libtest_mimic::run(&args, trials).exit_code()
 }
 
-/// What this machine lacks to run the matrix's netns cells, if anything.
-fn netns_need() -> Option<String> {
-    let scratch = Scratch::new("netns-need", MATRIX);
+/// What this machine lacks to run the netns cells of `matrix`, if anything.
+fn need_of(matrix: &str) -> Option<String> {
+    let scratch = Scratch::new("netns-need", matrix);
     let cells = Spec::load(&scratch.path("matrix.yaml"))
         .map_err(|e| e.to_string())
         .and_then(|spec| spec.cells("quick"))
         .expect("the test matrix loads");
     cells.iter().find_map(ipc_matrix_scenario::unmet_need)
+}
+
+fn netns_need() -> Option<String> {
+    need_of(MATRIX)
+}
+
+/// Where the kernel has `sch_netem`, the link's delay shows in every round trip (two
+/// crossings of 1 ms); where it has not, the cell is skipped saying so.
+fn a_shaped_link_delays_or_is_skipped() -> Result<(), Failed> {
+    let s = Scratch::new("netns-shaped", SHAPED_MATRIX);
+    let ran = s.run(&["run", "--out", "out", "--message-format", "json"]);
+    let out = text(&ran);
+    if ran.status.code() != Some(0) {
+        return Err(format!("the run failed:\n{out}").into());
+    }
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&ran.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let of = |kind: &str| events.iter().find(|e| e["type"] == kind);
+    match need_of(SHAPED_MATRIX) {
+        Some(need) => {
+            let skipped = of("cell-skipped").ok_or_else(|| format!("not skipped:\n{out}"))?;
+            if need != "needs sch_netem" || skipped["reason"] != "needs sch_netem" {
+                return Err(format!("skipped for {need:?}: {skipped}").into());
+            }
+            if of("cell-finished").is_some() {
+                return Err(format!("a skipped cell ran:\n{out}").into());
+            }
+            println!("no sch_netem here: {skipped}");
+        }
+        None => {
+            let finished = of("cell-finished").ok_or_else(|| format!("no cell ran:\n{out}"))?;
+            let p50 = finished["p50_ns"].as_u64().unwrap_or(0);
+            if finished["passed"] != true || p50 < 2_000_000 {
+                return Err(format!("a 1 ms link each way, yet: {finished}").into());
+            }
+            println!("p50 across the delayed link: {p50} ns");
+        }
+    }
+    Ok(())
 }
 
 fn cells_are_skipped_without_net_admin() -> Result<(), Failed> {

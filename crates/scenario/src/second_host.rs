@@ -39,8 +39,9 @@ const SUBNET_LOCK: &str = "/run/ipcm-links.lock";
 const PREFIX: &str = "ipcm";
 /// The most links one process makes: `<n>` has at most 3 base-36 digits.
 const MAX_LINKS: u32 = 36 * 36 * 36;
-/// CAP_NET_ADMIN's bit in CapEff.
+/// CAP_NET_ADMIN's and CAP_SYS_ADMIN's bits in CapEff.
 const CAP_NET_ADMIN: u32 = 12;
+const CAP_SYS_ADMIN: u32 = 21;
 
 /// Links made by this process so far: the `<n>` of the next one.
 static NEXT: AtomicU32 = AtomicU32::new(0);
@@ -57,11 +58,15 @@ pub struct SecondHost {
 }
 
 /// What keeps `cell` from running here, if anything: a netns cell needs CAP_NET_ADMIN
-/// and `ip`, a shaped link also `sch_netem`. Checked when cells are listed.
+/// and `ip` (and CAP_SYS_ADMIN, with which `ip netns` mounts a namespace), a shaped link
+/// also `sch_netem`. Checked when cells are listed.
 pub fn unmet_need(cell: &Cell) -> Option<String> {
     let link = cell.host.netns()?;
-    if !has_net_admin() || find_program("ip").is_none() {
+    if !has_capability(CAP_NET_ADMIN) || find_program("ip").is_none() {
         return Some("needs CAP_NET_ADMIN".into());
+    }
+    if !has_capability(CAP_SYS_ADMIN) {
+        return Some("needs CAP_SYS_ADMIN".into());
     }
     if link.is_shaped() && (!has_netem() || find_program("tc").is_none()) {
         return Some("needs sch_netem".into());
@@ -69,7 +74,8 @@ pub fn unmet_need(cell: &Cell) -> Option<String> {
     None
 }
 
-fn has_net_admin() -> bool {
+/// Capability `bit` is in this process's effective set.
+fn has_capability(bit: u32) -> bool {
     let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
         return false;
     };
@@ -77,7 +83,7 @@ fn has_net_admin() -> bool {
         .lines()
         .find_map(|line| line.strip_prefix("CapEff:"))
         .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
-        .is_some_and(|caps| caps & (1 << CAP_NET_ADMIN) != 0)
+        .is_some_and(|caps| caps & (1 << bit) != 0)
 }
 
 /// `sch_netem` is loaded, or a module of it is installed for this kernel.
@@ -534,7 +540,7 @@ pub(crate) fn fragmentation_between(
 /// `/sys/class/net/<name>`), for the user to see.
 pub fn remove_stale_links() -> Vec<PathBuf> {
     let mut removed = Vec::new();
-    let Some(ip) = find_program("ip").filter(|_| has_net_admin()) else {
+    let Some(ip) = find_program("ip").filter(|_| has_capability(CAP_NET_ADMIN)) else {
         return removed;
     };
     let stale = |dir: &str, pid_of: fn(&str) -> Option<u32>| -> Vec<(String, PathBuf)> {
