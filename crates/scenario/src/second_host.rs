@@ -236,8 +236,12 @@ impl Link {
         }
         let (namespace, host_if, peer_if) = names(pid, n);
         // A namesake can only be a leftover of a dead process that had our pid.
-        let _ = run(&ip, &["netns", "del", &namespace]);
-        let _ = run(&ip, &["link", "del", &host_if]);
+        if Path::new(NET_CLASS_DIR).join(&host_if).exists() {
+            run(&ip, &["link", "del", &host_if])?;
+        }
+        if Path::new(NETNS_DIR).join(&namespace).exists() {
+            run(&ip, &["netns", "del", &namespace])?;
+        }
         let mut link = Link {
             ip,
             namespace,
