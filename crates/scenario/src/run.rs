@@ -67,13 +67,12 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         }
         _ => options,
     };
-    let failure = link
-        .as_ref()
-        .map(|_| ())
-        .map_err(Clone::clone)
-        .and_then(|()| kinds::run(cell, options, &placement, &mut tally))
-        .and_then(|()| measured_all(cell, &harness, &tally))
-        .err();
+    let failure = match &link {
+        Err(failure) => Some(failure.clone()),
+        Ok(_) => kinds::run(cell, options, &placement, &mut tally)
+            .and_then(|()| measured_all(cell, &harness, &tally))
+            .err(),
+    };
     drop(link);
     let cpu_pressure = pressure.share();
     // Per round trip; per frame or request of each process (fan, udp-load); per line

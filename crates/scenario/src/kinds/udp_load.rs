@@ -101,6 +101,17 @@ pub(crate) fn udp_load(
                 .parse::<SocketAddr>()
                 .map_err(|e| format!("the peer announced {announced:?}, not an address: {e}"))
         })
+        // Load only ever goes to loopback or to the peer's end of the cell's own link.
+        .and_then(|server| match link {
+            Some(h) if server.ip() != h.peer => Err(format!(
+                "the peer announced {server}, not on its end of the link ({})",
+                h.peer
+            )),
+            None if !server.ip().is_loopback() => Err(format!(
+                "the peer announced {server}, not a loopback address"
+            )),
+            _ => Ok(server),
+        })
         .map_err(|e| {
             setup_failure(format!(
                 "learning the peer's UDP address: {e}{}",
