@@ -59,7 +59,15 @@ fn main() -> std::process::ExitCode {
         "netns::shaped-link::delayed-or-skipped-without-netem",
         a_shaped_link_delays_or_is_skipped,
     );
+    let held = Trial::test(
+        "netns::sweep::a-locked-namespace-is-left-alone",
+        a_locked_namespace_is_left_alone,
+    );
     let trials = vec![
+        match &netns_need {
+            None => held,
+            Some(need) => held.with_ignored_flag(true).with_kind(need.clone()),
+        },
         match &netns_need {
             None => shaped,
             Some(need) => shaped.with_ignored_flag(true).with_kind(need.clone()),
@@ -310,4 +318,36 @@ fn kill_then_sweep(s: &Scratch) -> Result<Swept, Failed> {
         true => Swept::AllNamed,
         false => Swept::RacedBy(unnamed),
     })
+}
+
+/// A namespace named for a pid that is not running here, as one made in another PID
+/// namespace is: left alone while its life lock is held, removed (and named) once not.
+fn a_locked_namespace_is_left_alone() -> Result<(), Failed> {
+    // A pid that ran and is gone.
+    let mut gone = Command::new("true").spawn()?;
+    let pid = gone.id();
+    gone.wait()?;
+    let name = format!("ipcm-{pid}-zz");
+    let file = PathBuf::from(format!("/run/netns/{name}"));
+    let made = Command::new("ip").args(["netns", "add", &name]).status()?;
+    if !made.success() {
+        return Err(format!("`ip netns add {name}` failed").into());
+    }
+    let lock = std::fs::File::open(&file)?;
+    lock.lock_shared()?;
+    let removed = ipc_matrix_scenario::remove_stale_links();
+    let kept = file.exists();
+    drop(lock);
+    if !kept || removed.contains(&file) {
+        let _ = Command::new("ip").args(["netns", "del", &name]).status();
+        return Err(format!("{name} was removed while locked: {removed:?}").into());
+    }
+    let removed = ipc_matrix_scenario::remove_stale_links();
+    // Another test's run may sweep it first; either way it must be gone.
+    if file.exists() {
+        let _ = Command::new("ip").args(["netns", "del", &name]).status();
+        return Err(format!("{name} was left once its lock was free: {removed:?}").into());
+    }
+    println!("kept while locked, then removed: {removed:?}");
+    Ok(())
 }

@@ -146,25 +146,29 @@ fn base36(mut n: u32) -> String {
     digits.iter().rev().collect()
 }
 
-/// The creator's pid of a namespace `ipcm-<pid>-<n>`.
-fn namespace_pid(name: &str) -> Option<u32> {
+/// The creator's pid and the link's `<n>` of a namespace `ipcm-<pid>-<n>`.
+fn namespace_owner(name: &str) -> Option<(u32, &str)> {
     let (pid, n) = name
         .strip_prefix(PREFIX)?
         .strip_prefix('-')?
         .split_once('-')?;
-    let digits = |s: &str, radix| !s.is_empty() && s.chars().all(|c| c.is_digit(radix));
-    (digits(pid, 10) && digits(n, 36)).then(|| pid.parse().ok())?
+    owner(pid, n)
 }
 
-/// The creator's pid of an interface `ipcm<pid>h<n>` or `ipcm<pid>p<n>`.
-fn interface_pid(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix(PREFIX)?;
-    let (pid, n) = rest.split_once(['h', 'p'])?;
+/// The creator's pid and the link's `<n>` of an interface `ipcm<pid>h<n>` or
+/// `ipcm<pid>p<n>`.
+fn interface_owner(name: &str) -> Option<(u32, &str)> {
+    let (pid, n) = name.strip_prefix(PREFIX)?.split_once(['h', 'p'])?;
+    owner(pid, n)
+}
+
+/// A decimal pid and a base-36 `<n>` (lowercase), or `None`.
+fn owner<'a>(pid: &str, n: &'a str) -> Option<(u32, &'a str)> {
+    let decimal = !pid.is_empty() && pid.chars().all(|c| c.is_ascii_digit());
     let base36 = !n.is_empty()
         && n.chars()
             .all(|c| c.is_ascii_digit() || c.is_ascii_lowercase());
-    (base36 && !pid.is_empty() && pid.chars().all(|c| c.is_ascii_digit()))
-        .then(|| pid.parse().ok())?
+    (decimal && base36).then(|| Some((pid.parse().ok()?, n)))?
 }
 
 /// The /30 where a search for link `n` of process `pid` starts: spread over the range,
@@ -213,6 +217,10 @@ pub(crate) struct Link {
     namespace: String,
     host_if: String,
     host: Option<SecondHost>,
+    /// A shared lock on the namespace's file, held for the link's life: a sweep in
+    /// another PID namespace, where our pid means nothing, sees it held and leaves the
+    /// link alone; the kernel drops it when this process dies, however it dies.
+    alive: Option<File>,
 }
 
 impl Link {
@@ -247,8 +255,15 @@ impl Link {
             namespace,
             host_if,
             host: None,
+            alive: None,
         };
         link.ip(&["netns", "add", &link.namespace])?;
+        let file = Path::new(NETNS_DIR).join(&link.namespace);
+        link.alive = Some(
+            File::open(&file)
+                .and_then(|f| f.lock_shared().map(|()| f))
+                .map_err(|e| format!("locking {}: {e}", file.display()))?,
+        );
         link.ip(&[
             "link",
             "add",
@@ -354,7 +369,8 @@ impl Link {
 impl Drop for Link {
     fn drop(&mut self) {
         // Deleting one end of a veth pair deletes both; the namespace goes with its
-        // mount, once its last process (the peer, stopped by now) is gone.
+        // mount, once its last process (the peer, stopped by now) and descriptor are gone.
+        self.alive = None;
         for args in [
             ["link", "del", self.host_if.as_str()],
             ["netns", "del", self.namespace.as_str()],
@@ -541,13 +557,18 @@ pub(crate) fn fragmentation_between(
 
 /// Removes the namespaces and veth ends of links whose creator is no longer running
 /// (left by a `kill -9`); the paths of what it removed (`/run/netns/<name>`,
-/// `/sys/class/net/<name>`), for the user to see.
+/// `/sys/class/net/<name>`), for the user to see. A link whose pid is not running here
+/// is still left alone while its namespace's life lock is held (by a creator in another
+/// PID namespace).
 pub fn remove_stale_links() -> Vec<PathBuf> {
     let mut removed = Vec::new();
     let Some(ip) = find_program("ip").filter(|_| has_capability(CAP_NET_ADMIN)) else {
         return removed;
     };
-    let stale = |dir: &str, pid_of: fn(&str) -> Option<u32>| -> Vec<(String, PathBuf)> {
+    let abandoned = |pid: u32, n: &str| {
+        !process_alive(pid) && !lock_held(&Path::new(NETNS_DIR).join(format!("{PREFIX}-{pid}-{n}")))
+    };
+    let stale = |dir: &str, owner_of: fn(&str) -> Option<(u32, &str)>| {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return Vec::new();
         };
@@ -555,23 +576,29 @@ pub fn remove_stale_links() -> Vec<PathBuf> {
             .flatten()
             .filter_map(|entry| {
                 let name = entry.file_name().to_string_lossy().into_owned();
-                let pid = pid_of(&name)?;
-                (!process_alive(pid)).then(|| (name, entry.path()))
+                let (pid, n) = owner_of(&name)?;
+                abandoned(pid, n).then(|| (name.clone(), entry.path()))
             })
-            .collect()
+            .collect::<Vec<_>>()
     };
     // The veth ends first: a namespace whose mount is gone may still hold them.
-    for (name, path) in stale(NET_CLASS_DIR, interface_pid) {
+    for (name, path) in stale(NET_CLASS_DIR, interface_owner) {
         if run(&ip, &["link", "del", &name]).is_ok() {
             removed.push(path);
         }
     }
-    for (name, path) in stale(NETNS_DIR, namespace_pid) {
+    for (name, path) in stale(NETNS_DIR, namespace_owner) {
         if run(&ip, &["netns", "del", &name]).is_ok() {
             removed.push(path);
         }
     }
     removed
+}
+
+/// Someone holds a lock on `path` (a namespace's file): its creator is alive.
+fn lock_held(path: &Path) -> bool {
+    File::open(path)
+        .is_ok_and(|file| matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock)))
 }
 
 #[cfg(test)]
@@ -584,9 +611,14 @@ mod tests {
             for n in [0, 35, 36, 1295, MAX_LINKS - 1] {
                 let (namespace, host, peer) = names(pid, n);
                 assert!(host.len() <= 15 && peer.len() <= 15, "{host} {peer}");
-                assert_eq!(namespace_pid(&namespace), Some(pid), "{namespace}");
-                assert_eq!(interface_pid(&host), Some(pid), "{host}");
-                assert_eq!(interface_pid(&peer), Some(pid), "{peer}");
+                let n = base36(n);
+                assert_eq!(
+                    namespace_owner(&namespace),
+                    Some((pid, n.as_str())),
+                    "{namespace}"
+                );
+                assert_eq!(interface_owner(&host), Some((pid, n.as_str())), "{host}");
+                assert_eq!(interface_owner(&peer), Some((pid, n.as_str())), "{peer}");
             }
         }
         assert_eq!(names(4_194_304, 46655).1, "ipcm4194304hzzz");
@@ -602,8 +634,8 @@ mod tests {
             "eth0",
             "ipcm1hA",
         ] {
-            assert_eq!(namespace_pid(other), None, "{other}");
-            assert_eq!(interface_pid(other), None, "{other}");
+            assert_eq!(namespace_owner(other), None, "{other}");
+            assert_eq!(interface_owner(other), None, "{other}");
         }
     }
 
