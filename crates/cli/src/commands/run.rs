@@ -293,6 +293,22 @@ fn details(result: &CellResult, file: Option<&Path>) -> Vec<String> {
         took.push_str(&format!("; peer slowed by {delay} us a reply"));
     }
     lines.push(took);
+    if let Some(link) = result.cell.host.netns() {
+        lines.push(format!(
+            "peer on a second host: a network namespace over a veth link, MTU {}",
+            link.mtu
+        ));
+    }
+    if let Some(f) = result.load.and_then(|load| load.fragmentation) {
+        lines.push(format!(
+            "IP fragments on the second host: {} per request, {} requests reassembled, {} failed; {} fragments made for echoes",
+            f.fragments_per_datagram()
+                .map_or_else(|| "-".to_string(), |n| format!("{n:.1}")),
+            f.reassembled,
+            f.reassembly_failed,
+            f.fragments_created
+        ));
+    }
     if let Some(file) = file {
         lines.push(format!("result: {}", file.display()));
     }
