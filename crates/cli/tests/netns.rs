@@ -2,7 +2,7 @@
 //! named with what it needs, never passed; a run killed (`kill -9`) while such a cell
 //! runs leaves its namespace and veth link, and the next run removes them, naming them;
 //! a link shaped by netem delays every packet, or is skipped where the kernel has no
-//! `sch_netem`.
+//! `sch_netem`; a udp-load cell counts as many IP fragments a datagram as its MTU makes.
 //!
 //! Both start `ipc-matrix run` as a run of its own (through QEMU when the suite runs
 //! emulated). Without what a test needs here (CAP_NET_ADMIN and `ip`; util-linux's
@@ -24,6 +24,12 @@ use std::time::{Duration, Instant};
 const MATRIX: &str = test_matrix!(
     "- { name: echo-netns, kind: echo, host: netns, transports: [tcp, udp], payloads: [200B], iterations: 300000, warmup: 10, timeout: 5s }",
     "- { name: after, kind: echo, transports: [tcp], payloads: [200B], iterations: 100, warmup: 0, timeout: 5s }",
+);
+/// The UDP maximum across links of two MTUs: 45 IP fragments at 1500 (1480 bytes of
+/// each packet carry the 65515 of the datagram), 8 at 9000 (8976).
+const FRAGMENT_MATRIX: &str = test_matrix!(
+    "- { name: mtu-1500, kind: udp-load, host: netns, mtu: 1500, transports: [udp], clients: [1], server_threads: [1], payloads: [65507B], duration: 300ms, iterations: 200, warmup: 2, timeout: 2s, max_loss: 0.5 }",
+    "- { name: mtu-9000, kind: udp-load, host: netns, mtu: 9000, transports: [udp], clients: [1], server_threads: [1], payloads: [65507B], duration: 300ms, iterations: 200, warmup: 2, timeout: 2s, max_loss: 0.5 }",
 );
 /// An echo across a link that netem delays by 1 ms each way.
 const SHAPED_MATRIX: &str = test_matrix!(
@@ -63,7 +69,15 @@ fn main() -> std::process::ExitCode {
         "netns::sweep::a-locked-namespace-is-left-alone",
         a_locked_namespace_is_left_alone,
     );
+    let fragments = Trial::test(
+        "netns::udp-load::fragments-follow-the-mtu",
+        fragments_follow_the_mtu,
+    );
     let trials = vec![
+        match &netns_need {
+            None => fragments,
+            Some(need) => fragments.with_ignored_flag(true).with_kind(need.clone()),
+        },
         match &netns_need {
             None => held,
             Some(need) => held.with_ignored_flag(true).with_kind(need.clone()),
@@ -349,5 +363,45 @@ fn a_locked_namespace_is_left_alone() -> Result<(), Failed> {
         return Err(format!("{name} was left once its lock was free: {removed:?}").into());
     }
     println!("kept while locked, then removed: {removed:?}");
+    Ok(())
+}
+
+/// Every request crosses into the namespace in as many fragments as the link's MTU
+/// makes, every echo leaves in as many: the counters are the second host's own.
+fn fragments_follow_the_mtu() -> Result<(), Failed> {
+    let s = Scratch::new("netns-fragments", FRAGMENT_MATRIX);
+    let ran = s.run(&["run", "--out", "out"]);
+    let out = text(&ran);
+    if ran.status.code() != Some(0) {
+        return Err(format!("the run failed:\n{out}").into());
+    }
+    let cells = s.path("out").join(common::leg()).join("quick/cells");
+    for (id, per_datagram) in [
+        ("mtu-1500::c1-s1::udp::65507B", 45),
+        ("mtu-9000::c1-s1::udp::65507B", 8),
+    ] {
+        let file = cells.join(ipc_matrix_results::cell_file_name(id));
+        let result: serde_json::Value = serde_json::from_slice(&std::fs::read(&file)?)?;
+        let load = &result["load"];
+        let f = &load["fragmentation"];
+        let count = |key: &str| f[key].as_u64().unwrap_or(0);
+        let received = load["server_received"].as_u64().unwrap_or(0);
+        // Each request the peer received was reassembled from exactly that many
+        // fragments, and each echo it sent was cut into as many. The counters are read
+        // as the load ends: the one request of the one client may be mid-way then.
+        let whole = |fragments: u64, datagrams: u64| {
+            (per_datagram * datagrams..per_datagram * (datagrams + 1)).contains(&fragments)
+        };
+        if count("reassembled") + 1 < received
+            || !whole(count("fragments_received"), count("reassembled"))
+            || !whole(count("fragments_created"), count("fragmented"))
+            || count("fragmented") == 0
+        {
+            return Err(
+                format!("{id}: {per_datagram} fragments a datagram expected: {load}").into(),
+            );
+        }
+        println!("{id}: {f}");
+    }
     Ok(())
 }
