@@ -4,8 +4,9 @@
 //! a link shaped by netem delays every packet, or is skipped where the kernel has no
 //! `sch_netem`; a udp-load cell counts as many IP fragments a datagram as its MTU makes.
 //!
-//! Both start `ipc-matrix run` as a run of its own (through QEMU when the suite runs
-//! emulated). Without what a test needs here (CAP_NET_ADMIN and `ip`; util-linux's
+//! Most start `ipc-matrix run` as a run of its own (through QEMU when the suite runs
+//! emulated); one calls the sweep itself, on a namespace whose life lock it holds.
+//! Without what a test needs here (CAP_NET_ADMIN and `ip`; util-linux's
 //! `setpriv` to drop the capability) it is listed as ignored, saying so.
 
 mod common;
