@@ -238,18 +238,26 @@ impl Link {
     fn create(shape: &NetnsLink) -> Result<Link, String> {
         let ip = find_program("ip").ok_or("`ip` (iproute2) is not installed")?;
         let pid = std::process::id();
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        if n >= MAX_LINKS {
-            return Err(format!("this process made {MAX_LINKS} links already"));
-        }
-        let (namespace, host_if, peer_if) = names(pid, n);
-        // A namesake can only be a leftover of a dead process that had our pid.
-        if Path::new(NET_CLASS_DIR).join(&host_if).exists() {
-            run(&ip, &["link", "del", &host_if])?;
-        }
-        if Path::new(NETNS_DIR).join(&namespace).exists() {
-            run(&ip, &["netns", "del", &namespace])?;
-        }
+        let (n, (namespace, host_if, peer_if)) = loop {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            if n >= MAX_LINKS {
+                return Err(format!("this process made {MAX_LINKS} links already"));
+            }
+            let names = names(pid, n);
+            // A namesake's creator had our pid: a live run in another PID namespace
+            // (its lock is held), whose name is skipped, or a dead process, whose
+            // leftovers go.
+            if lock_held(&Path::new(NETNS_DIR).join(&names.0)) {
+                continue;
+            }
+            if Path::new(NET_CLASS_DIR).join(&names.1).exists() {
+                run(&ip, &["link", "del", &names.1])?;
+            }
+            if Path::new(NETNS_DIR).join(&names.0).exists() {
+                run(&ip, &["netns", "del", &names.0])?;
+            }
+            break (n, names);
+        };
         let mut link = Link {
             ip,
             namespace,
