@@ -194,7 +194,14 @@ fn cells_are_skipped_without_net_admin() -> Result<(), Failed> {
     if stored {
         return Err("a skipped cell stored a result".into());
     }
-    // The list says it too: on stderr beside the id, in the JSON line's `unmet_need`.
+    // The list says it too: a note on stderr beside the ids, `unmet_need` in JSON.
+    let listed = without(&["list", "--filter", "echo-netns"])?;
+    let note = "note: 2 cells are skipped here, each needs CAP_NET_ADMIN: echo-netns::tcp::200B, echo-netns::udp::200B";
+    if !String::from_utf8_lossy(&listed.stderr).contains(note)
+        || String::from_utf8_lossy(&listed.stdout).lines().count() != 2
+    {
+        return Err(format!("list: {}", text(&listed)).into());
+    }
     let listed = without(&["list", "--message-format", "json", "--filter", "echo-netns"])?;
     let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&listed.stdout)
         .lines()

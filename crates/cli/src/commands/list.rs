@@ -6,6 +6,7 @@ use anyhow::Result;
 use ipc_matrix::exit_code;
 use ipc_matrix::term::{console, MessageFormat, JSON_FORMAT_VERSION};
 use ipc_matrix_scenario::{probe_for, unmet_need};
+use std::collections::BTreeMap;
 
 pub fn run(selection: &Selection) -> Result<u8> {
     let cells = selection.cells()?;
@@ -15,18 +16,16 @@ pub fn run(selection: &Selection) -> Result<u8> {
         selection.profile,
         selection.matrix.display()
     );
+    // Cells by what they need that this machine lacks: `run` skips them, saying so.
+    let mut unmet: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for cell in cells {
-        // What the cell needs that this machine lacks: `run` skips it, saying so.
         let need = unmet_need(&cell);
+        if let Some(need) = &need {
+            unmet.entry(need.clone()).or_default().push(cell.id.clone());
+        }
         match console().format {
-            // The list is the output: printed even under --quiet; ids alone, so the
-            // need goes to stderr.
-            MessageFormat::Human => {
-                println!("{}", cell.id);
-                if let Some(need) = &need {
-                    eprintln!("note: {} is skipped here: it {need}", cell.id);
-                }
-            }
+            // The list is the output: printed even under --quiet.
+            MessageFormat::Human => println!("{}", cell.id),
             MessageFormat::Json => {
                 let line = serde_json::json!({
                     "type": "cell",
@@ -47,6 +46,20 @@ pub fn run(selection: &Selection) -> Result<u8> {
                 });
                 println!("{line}");
             }
+        }
+    }
+    // Beside the ids, on stderr: one note per need.
+    if console().format == MessageFormat::Human {
+        for (need, ids) in unmet {
+            let shown = ids.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
+            let more = match ids.len() {
+                n if n > 3 => format!(" and {} more", n - 3),
+                _ => String::new(),
+            };
+            eprintln!(
+                "note: {} cells are skipped here, each {need}: {shown}{more}",
+                ids.len()
+            );
         }
     }
     Ok(exit_code::OK)
