@@ -57,21 +57,25 @@ pub struct SecondHost {
     pub peer: Ipv4Addr,
 }
 
-/// What keeps `cell` from running here, if anything: a netns cell needs CAP_NET_ADMIN
-/// and `ip` (and CAP_SYS_ADMIN, with which `ip netns` mounts a namespace), a shaped link
-/// also `sch_netem`. Checked when cells are listed.
+/// What keeps `cell` from running here, if anything: a netns cell needs CAP_NET_ADMIN,
+/// CAP_SYS_ADMIN (with which `ip netns` mounts a namespace) and iproute2's `ip`; a shaped
+/// link also `sch_netem` and `tc`. Checked when cells are listed.
 pub fn unmet_need(cell: &Cell) -> Option<String> {
     let link = cell.host.netns()?;
-    if !has_capability(CAP_NET_ADMIN) || find_program("ip").is_none() {
-        return Some("needs CAP_NET_ADMIN".into());
-    }
-    if !has_capability(CAP_SYS_ADMIN) {
-        return Some("needs CAP_SYS_ADMIN".into());
-    }
-    if link.is_shaped() && (!has_netem() || find_program("tc").is_none()) {
-        return Some("needs sch_netem".into());
-    }
-    None
+    let need = if !has_capability(CAP_NET_ADMIN) {
+        "needs CAP_NET_ADMIN"
+    } else if !has_capability(CAP_SYS_ADMIN) {
+        "needs CAP_SYS_ADMIN"
+    } else if find_program("ip").is_none() {
+        "needs iproute2's ip"
+    } else if link.is_shaped() && !has_netem() {
+        "needs sch_netem"
+    } else if link.is_shaped() && find_program("tc").is_none() {
+        "needs iproute2's tc"
+    } else {
+        return None;
+    };
+    Some(need.into())
 }
 
 /// Capability `bit` is in this process's effective set.
