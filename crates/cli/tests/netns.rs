@@ -375,13 +375,38 @@ fn a_locked_namespace_is_left_alone() -> Result<(), Failed> {
 }
 
 /// Every request crosses into the namespace in as many fragments as the link's MTU
-/// makes, every echo leaves in as many: the counters are the second host's own.
+/// makes, every echo leaves in as many: the counters are the second host's own. Each
+/// cell's link is gone when the run ends.
 fn fragments_follow_the_mtu() -> Result<(), Failed> {
     let s = Scratch::new("netns-fragments", FRAGMENT_MATRIX);
-    let ran = s.run(&["run", "--out", "out"]);
+    let child = s
+        .command(&["run", "--out", "out"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let pid = child.id();
+    let ran = child.wait_with_output()?;
     let out = text(&ran);
     if ran.status.code() != Some(0) {
         return Err(format!("the run failed:\n{out}").into());
+    }
+    // Each cell's link went with the cell.
+    let names_of_run = |dir: &str, prefix: String| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with(&prefix))
+            .collect()
+    };
+    let left = [
+        names_of_run("/run/netns", format!("ipcm-{pid}-")),
+        names_of_run("/sys/class/net", format!("ipcm{pid}h")),
+    ]
+    .concat();
+    if !left.is_empty() {
+        return Err(format!("the run {pid} ended and left {left:?}").into());
     }
     let cells = s.path("out").join(common::leg()).join("quick/cells");
     for (id, per_datagram) in [
