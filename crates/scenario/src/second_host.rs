@@ -715,6 +715,41 @@ mod tests {
     }
 
     #[test]
+    fn a_loopback_cell_needs_nothing_and_a_netns_cell_says_what_it_lacks() {
+        let mut cell = Cell {
+            id: "echo-netns::tcp::200B".into(),
+            scenario: "echo-netns".into(),
+            transport: ipc_matrix_spec::TransportKind::Tcp,
+            wake: None,
+            payload_bytes: 200,
+            payload_label: "200B".into(),
+            iterations: 10,
+            warmup: 0,
+            seed: 1,
+            profile: "quick".into(),
+            work: ipc_matrix_spec::Work::Echo(ipc_matrix_spec::Echoes {
+                timeout: Duration::from_secs(1),
+                max_loss: 0.0,
+            }),
+            host: ipc_matrix_spec::Host::Loopback,
+            peer: None,
+        };
+        assert_eq!(unmet_need(&cell), None);
+        cell.host = ipc_matrix_spec::Host::Netns(NetnsLink {
+            mtu: 1500,
+            delay: None,
+            loss_percent: None,
+        });
+        let lacks_nothing = has_capability(CAP_NET_ADMIN)
+            && has_capability(CAP_SYS_ADMIN)
+            && find_program("ip").is_some();
+        match unmet_need(&cell) {
+            None => assert!(lacks_nothing),
+            Some(need) => assert!(!lacks_nothing && need.starts_with("needs "), "{need}"),
+        }
+    }
+
+    #[test]
     fn netem_is_told_the_delay_and_the_loss() {
         let shape = NetnsLink {
             mtu: 1500,
