@@ -11,6 +11,14 @@ pub fn verdict_line(result: &CellResult) -> String {
     numbered_verdict_line(result, None)
 }
 
+/// A cell this machine cannot run, and what it needs: `SKIP [ 3/81] echo-netns::tcp::200B:
+/// needs CAP_NET_ADMIN`.
+pub fn skipped_line(id: &str, need: &str, (n, total): (usize, usize)) -> String {
+    let width = total.to_string().len();
+    let word = console().paint(Paint::Warn, "SKIP");
+    format!("{word} [{n:>width$}/{total}] {id}: {need}")
+}
+
 /// [`verdict_line`], with the cell's place in the run after the verdict when given:
 /// `PASS [ 3/81] echo::tcp::200B  p50 ...`. The verdict is coloured when the console is.
 pub fn numbered_verdict_line(result: &CellResult, place: Option<(usize, usize)>) -> String {

@@ -45,12 +45,16 @@ pub enum Stored {
     Failed(std::io::Error),
 }
 
-/// Removes what crashed runs left in /dev/shm and the temporary directory, once per
-/// process; returns the removed paths the first time, nothing after.
+/// Removes what crashed runs left in /dev/shm and the temporary directory, and the
+/// network namespaces and veth links of netns cells, once per process; returns the
+/// removed paths the first time, nothing after.
 pub fn remove_stale_artifacts_once() -> Vec<PathBuf> {
     static SWEPT: std::sync::Once = std::sync::Once::new();
     let mut removed = Vec::new();
-    SWEPT.call_once(|| removed = ipc_matrix_transport::remove_stale_artifacts().paths);
+    SWEPT.call_once(|| {
+        removed = ipc_matrix_transport::remove_stale_artifacts().paths;
+        removed.extend(ipc_matrix_scenario::remove_stale_links());
+    });
     removed
 }
 

@@ -8,7 +8,7 @@
 use ipc_matrix::{default_out_dir, exit_code, run_and_store, RunFolder, Stored};
 use ipc_matrix_codec::{FrameCodec, SensorFrame};
 use ipc_matrix_results::{Environment, Failure, FailureKind};
-use ipc_matrix_scenario::{run_cell, Fault, FaultKind, RunOptions, Spot};
+use ipc_matrix_scenario::{run_cell, unmet_need, Fault, FaultKind, RunOptions, Spot};
 use ipc_matrix_spec::{
     Calls, Cell, ChannelKind, CodecKind, Echoes, Fan, Frames, Load, LoadShape, LogSink, LogWrite,
     ScenarioKind, Spec, TransportKind, WakeMode, Work, CELL_GROUP_FAULT,
@@ -45,9 +45,16 @@ fn main() -> ExitCode {
         .into_iter()
         .map(|cell| {
             let (out, project) = (out.clone(), project.clone());
-            Trial::test(cell.id.clone(), move || {
+            // A cell this machine cannot run (a second host without CAP_NET_ADMIN) is
+            // listed as ignored, saying what it needs: never passed silently.
+            let need = unmet_need(&cell);
+            let trial = Trial::test(cell.id.clone(), move || {
                 run_matrix_cell(&cell, &out, &project)
-            })
+            });
+            match need {
+                Some(need) => trial.with_ignored_flag(true).with_kind(need),
+                None => trial,
+            }
         })
         .collect();
     trials.extend(fault_trials());

@@ -562,6 +562,7 @@ fn request_reply_load_and_logging_sections() {
                         success_rate: 0.9,
                         transactions_per_sec: 450.0,
                         server_received: Some(930),
+                        fragmentation: None,
                     });
                 }
                 ipc_matrix_spec::ScenarioKind::Logging => {
@@ -611,6 +612,47 @@ fn request_reply_load_and_logging_sections() {
     let page = html(&report);
     assert!(page.contains("UDP under load"));
     assert!(page.contains("<td>90.00 %</td>"));
+}
+
+#[test]
+fn a_load_cell_on_a_second_host_shows_its_ip_fragments_beside_the_seed() {
+    let env = fixture::environment("native", CPU);
+    let scenarios = "
+  - { name: udp-load-netns, kind: udp-load, host: netns, transports: [udp], clients: [1], server_threads: [1], duration: 1s, payloads: [65507B], iterations: 100, warmup: 0, timeout: 2s, max_loss: 0.5 }
+";
+    let results: Vec<CellResult> = fixture::quick_cells(scenarios)
+        .iter()
+        .map(|cell| {
+            let mut result = fixture::passed(cell, &env, samples(100_000, 100, 3));
+            result.load = Some(ipc_matrix_results::LoadStats {
+                sent: 100,
+                answered: 98,
+                timeouts: 2,
+                late_replies: 0,
+                success_rate: 0.98,
+                transactions_per_sec: 98.0,
+                server_received: Some(99),
+                fragmentation: Some(ipc_matrix_results::Fragmentation {
+                    fragments_received: 4455,
+                    reassembled: 99,
+                    reassembly_failed: 1,
+                    fragmented: 99,
+                    fragments_created: 4455,
+                    fragmentation_failed: 0,
+                }),
+            });
+            result
+        })
+        .collect();
+    let report = LegReport::new(results, None, RegressionPolicy::default(), 1_796_000_000);
+    let md = markdown(&report);
+    for wanted in [
+        "| IP fragments per request | requests reassembled / failed | fragments made for echoes |",
+        "| 98.00 % | 45.0 | 99 / 1 | 4455 | 100 | 2 | 0 | 99 |",
+        "seed 004, across two LAN hosts: success rate drops at 65507 B (about 90 %)",
+    ] {
+        assert!(md.contains(wanted), "missing `{wanted}` in:\n{md}");
+    }
 }
 
 #[test]

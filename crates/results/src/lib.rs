@@ -9,9 +9,9 @@ mod store;
 
 pub use environment::{Environment, RUNNER_ENV};
 pub use schema::{
-    CellResult, CodecStages, Failure, FailureKind, Floor, FloorProbe, InstructionCounts,
-    LatencyStats, LoadStats, LoggingStats, Outcome, Placement, Throughput, BELOW_FLOOR,
-    MAX_RESULT_FILE_BYTES, MAX_SAMPLES_KEPT, RESULT_SCHEMA_VERSION,
+    CellResult, CodecStages, Failure, FailureKind, Floor, FloorProbe, Fragmentation,
+    InstructionCounts, LatencyStats, LoadStats, LoggingStats, Outcome, Placement, Throughput,
+    BELOW_FLOOR, MAX_RESULT_FILE_BYTES, MAX_SAMPLES_KEPT, RESULT_SCHEMA_VERSION,
 };
 pub use store::{
     cell_file_name, leg_name, read_bounded, read_results, read_run, remove_stale_temporary_files,

@@ -183,6 +183,36 @@ pub struct LoadStats {
     pub transactions_per_sec: f64,
     /// Datagrams the peer's threads received; with `sent` it tells where losses happened.
     pub server_received: Option<u64>,
+    /// IP fragmentation on the peer's host, when it is a second host (a network
+    /// namespace that carries this cell's traffic alone); absent in older results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fragmentation: Option<Fragmentation>,
+}
+
+/// What the IP layer of a `udp-load` cell's second host counted during the cell
+/// (`/proc/<peer>/net/snmp`, after the peer started minus before the load ended):
+/// requests larger than the link's MTU arrive in fragments, replies leave in them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fragmentation {
+    /// Fragments received that needed reassembly (ReasmReqds).
+    pub fragments_received: u64,
+    /// Datagrams reassembled from them (ReasmOKs).
+    pub reassembled: u64,
+    /// Reassemblies that failed, a fragment lost or timed out (ReasmFails).
+    pub reassembly_failed: u64,
+    /// Datagrams sent in fragments (FragOKs): the replies.
+    pub fragmented: u64,
+    /// Fragments created for them (FragCreates).
+    pub fragments_created: u64,
+    /// Datagrams that needed fragmenting but could not be (FragFails).
+    pub fragmentation_failed: u64,
+}
+
+impl Fragmentation {
+    /// Fragments per reassembled datagram received; `None` when none was reassembled.
+    pub fn fragments_per_datagram(&self) -> Option<f64> {
+        (self.reassembled > 0).then(|| self.fragments_received as f64 / self.reassembled as f64)
+    }
 }
 
 /// The outcome of a `logging` cell.

@@ -7,6 +7,7 @@ use crate::failure::setup_failure;
 use crate::fault::Fault;
 use crate::measure::Recorder;
 use crate::peer::{PeerConfig, PeerDelay};
+use crate::second_host::SecondHost;
 use crate::spawn::PeerProcess;
 use ipc_matrix_results::{CodecStages, Environment, Failure, LoadStats, LoggingStats};
 use ipc_matrix_spec::Cell;
@@ -36,6 +37,9 @@ pub struct RunOptions {
     pub progress: Option<Arc<AtomicU64>>,
     /// The folder an external peer's relative command is found from: matrix.yaml's.
     pub project_dir: PathBuf,
+    /// The second host the cell's peer runs on: set by the cell runner, for the cell's
+    /// time, on a `host: netns` cell; the measuring side binds to its `host` address.
+    pub second_host: Option<SecondHost>,
 }
 
 impl RunOptions {
@@ -81,7 +85,8 @@ impl RunOptions {
 
     /// Starts the peer process with `config`.
     pub(crate) fn start_peer(&self, config: &PeerConfig) -> Result<PeerProcess, Failure> {
-        PeerProcess::spawn(&self.peer_program, config)
+        let netns = self.second_host.as_ref().map(|h| h.namespace.as_str());
+        PeerProcess::spawn(&self.peer_program, config, netns)
             .map_err(|e| setup_failure(format!("starting the peer: {e}")))
     }
 
@@ -100,8 +105,13 @@ impl RunOptions {
             .map_err(|e| setup_failure(format!("starting the peer: {e}")))?;
         let protocol = ExternalPeerConfig::of(cell, config)
             .map_err(|e| setup_failure(format!("starting the peer: {e}")))?;
-        PeerProcess::spawn_external(&command, &protocol, config.cpu, &self.project_dir)
-            .map_err(|e| setup_failure(format!("starting the peer: {e}")))
+        PeerProcess::spawn_external(
+            &command,
+            &protocol,
+            (config.cpu, &self.project_dir),
+            self.second_host.as_ref().map(|h| h.namespace.as_str()),
+        )
+        .map_err(|e| setup_failure(format!("starting the peer: {e}")))
     }
 
     pub(crate) fn peer_delay_for(&self, cell: &Cell) -> Option<Duration> {
@@ -125,6 +135,7 @@ impl Default for RunOptions {
             run_id: ipc_matrix_results::run_id().to_string(),
             progress: None,
             project_dir: std::env::current_dir().unwrap_or_else(|_| ".".into()),
+            second_host: None,
         }
     }
 }

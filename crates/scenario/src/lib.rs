@@ -14,6 +14,8 @@
 //! - `context`, `failure`, `spawn`: the run's options and tally, failures as the user reads
 //!   them (one transport-error mapping, one clean-exit check), the peer process (one
 //!   goodbye deadline).
+//! - `second_host`: a `host: netns` cell's network namespace and veth link, made
+//!   around the cell by the runner, and the sweep of those a killed run left.
 //! - `peer`, `verify`, `payload`, `codec_work`, `measure`, `floor`, `probe`, `placement`,
 //!   `pressure`, `fault`: leaf pieces (`floor`: the machine's floor of a cell, measured
 //!   in the same run).
@@ -40,6 +42,7 @@ mod peer;
 mod placement;
 mod pressure;
 mod probe;
+mod second_host;
 mod verify;
 
 pub use context::RunOptions;
@@ -54,6 +57,7 @@ pub use peer::{PeerDelay, PEER_DELAY_CELLS_ENV, PEER_DELAY_ENV, PEER_EXTRA_WORK_
 pub use placement::PIN_ENV;
 pub use probe::core_to_core_ns;
 pub use run::run_cell;
+pub use second_host::{remove_stale_links, unmet_need, SecondHost};
 pub use serve::serve_if_requested;
 pub use spawn::PEER_RUNNER_ENV;
 pub use verify::{compare, Mismatch};

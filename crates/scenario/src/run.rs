@@ -10,6 +10,7 @@ use crate::kinds::{self, Harness};
 use crate::placement::{self, PinnedThread};
 use crate::pressure::PressureMeter;
 use crate::probe::core_to_core_ns;
+use crate::second_host::Link;
 use ipc_matrix_results::{
     CellResult, Environment, Failure, FailureKind, Outcome, Placement, Throughput,
     RESULT_SCHEMA_VERSION,
@@ -49,10 +50,30 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     let memory = available_memory()
         .map_or(Ok(()), |available| check_memory(cell, available))
         .map_err(setup_failure);
-    let failure = memory
-        .and_then(|()| kinds::run(cell, options, &placement, &mut tally))
-        .and_then(|()| measured_all(cell, &harness, &tally))
-        .err();
+    // A netns cell's second host, made before its peer starts and removed (dropped)
+    // after the cell, its peer stopped.
+    let link = memory.and_then(|()| {
+        Link::for_cell(cell)
+            .map_err(|e| setup_failure(format!("{}: making its second host: {e}", cell.id)))
+    });
+    let on_second_host;
+    let options = match &link {
+        Ok(Some(link)) => {
+            on_second_host = RunOptions {
+                second_host: link.host().cloned(),
+                ..options.clone()
+            };
+            &on_second_host
+        }
+        _ => options,
+    };
+    let failure = match &link {
+        Err(failure) => Some(failure.clone()),
+        Ok(_) => kinds::run(cell, options, &placement, &mut tally)
+            .and_then(|()| measured_all(cell, &harness, &tally))
+            .err(),
+    };
+    drop(link);
     let cpu_pressure = pressure.share();
     // Per round trip; per frame or request of each process (fan, udp-load); per line
     // for a logging cell, which has no peer.

@@ -35,6 +35,8 @@ struct Launch<'a> {
     cpu: Option<usize>,
     /// The folder it runs in; ours when `None`.
     dir: Option<&'a Path>,
+    /// The network namespace it runs in (a second host); ours when `None`.
+    netns: Option<&'a str>,
 }
 
 /// A CPU set of one CPU.
@@ -57,8 +59,8 @@ pub struct PeerProcess {
 
 impl PeerProcess {
     /// Starts our own peer: `program serve --config <config>`, through the runner prefix
-    /// ([`PEER_RUNNER_ENV`]) when one is set.
-    pub fn spawn(program: &Path, config: &PeerConfig) -> io::Result<Self> {
+    /// ([`PEER_RUNNER_ENV`]) when one is set; in network namespace `netns` when given.
+    pub fn spawn(program: &Path, config: &PeerConfig, netns: Option<&str>) -> io::Result<Self> {
         let json = serde_json::to_string(config).map_err(io::Error::other)?;
         let launch = Launch {
             program,
@@ -68,6 +70,7 @@ impl PeerProcess {
             // Our peer pins itself, after reading its configuration.
             cpu: None,
             dir: None,
+            netns,
         };
         Self::start(launch, &json)
     }
@@ -79,8 +82,8 @@ impl PeerProcess {
     pub fn spawn_external(
         command: &ResolvedCommand,
         config: &ExternalPeerConfig,
-        cpu: Option<usize>,
-        dir: &Path,
+        (cpu, dir): (Option<usize>, &Path),
+        netns: Option<&str>,
     ) -> io::Result<Self> {
         let json = serde_json::to_string(config).map_err(io::Error::other)?;
         let launch = Launch {
@@ -90,12 +93,15 @@ impl PeerProcess {
             inherited: Vec::new(),
             cpu,
             dir: Some(dir),
+            netns,
         };
         Self::start(launch, &json)
     }
 
     fn start(launch: Launch, json: &str) -> io::Result<Self> {
-        let runner: Vec<String> = match launch.through_runner {
+        // In the namespace (`ip netns exec` execs the rest: the same pid), then through
+        // the emulator.
+        let emulator: Vec<String> = match launch.through_runner {
             true => std::env::var(PEER_RUNNER_ENV)
                 .unwrap_or_default()
                 .split_whitespace()
@@ -103,6 +109,13 @@ impl PeerProcess {
                 .collect(),
             false => Vec::new(),
         };
+        let runner: Vec<String> = launch
+            .netns
+            .map(crate::second_host::exec_in)
+            .unwrap_or_default()
+            .into_iter()
+            .chain(emulator)
+            .collect();
         let mut command = match runner.split_first() {
             Some((first, rest)) => {
                 let mut c = Command::new(first);
@@ -163,12 +176,13 @@ impl PeerProcess {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| {
-                let what = match runner.first() {
-                    Some(first) => format!(
-                        "{} through the runner {first} ({PEER_RUNNER_ENV})",
-                        launch.program.display()
+                let what = match runner.is_empty() {
+                    false => format!(
+                        "{} through `{}` (the namespace's and {PEER_RUNNER_ENV}'s prefix)",
+                        launch.program.display(),
+                        runner.join(" ")
                     ),
-                    None => launch.program.display().to_string(),
+                    true => launch.program.display().to_string(),
                 };
                 io::Error::new(e.kind(), format!("starting {what}: {e}"))
             })?;

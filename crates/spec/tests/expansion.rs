@@ -17,7 +17,7 @@ fn expansion(profile: &str) -> String {
     for cell in spec.cells(profile).unwrap() {
         let _ = writeln!(
             out,
-            "{:<26} {:>11} B  {:>5} + {:>3} warm-up  {}  seed {:#x}{}",
+            "{:<26} {:>11} B  {:>5} + {:>3} warm-up  {}  seed {:#x}{}{}",
             cell.id,
             cell.payload_bytes,
             cell.iterations,
@@ -27,7 +27,11 @@ fn expansion(profile: &str) -> String {
             match cell.work {
                 Work::UdpLoad(load) => format!("  for {:?}", load.shape.duration),
                 _ => String::new(),
-            }
+            },
+            // The second host a netns cell's peer runs on, and its link.
+            cell.host
+                .netns()
+                .map_or_else(String::new, |link| format!("  on netns, mtu {}", link.mtu))
         );
     }
     out

@@ -108,7 +108,7 @@ pub enum PeerAddress {
 /// bind, for the transports that are such sockets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SocketKind {
-    /// TCP on 127.0.0.1.
+    /// TCP on 127.0.0.1, or on this host's end of a link to a second host.
     Tcp,
     /// A Unix stream socket in a private directory.
     Unix,
@@ -207,6 +207,9 @@ pub struct ListenOptions {
     /// Largest message the cell will send; sizes the shared-memory ring's slots and
     /// iceoryx2's segments.
     pub max_message: usize,
+    /// The address a TCP or UDP channel listens on: this host's end of a link to a
+    /// second host (a network namespace); `None` for 127.0.0.1. Other channels ignore it.
+    pub bind: Option<std::net::Ipv4Addr>,
 }
 
 /// Opens the measuring side of a channel of `kind`.
@@ -220,8 +223,8 @@ pub fn listen(
             options.max_message,
         )?),
         ChannelKind::Local => Box::new(local::LocalAcceptor::bind()?),
-        ChannelKind::Tcp => Box::new(tcp::TcpAcceptor::bind()?),
-        ChannelKind::Udp => Box::new(udp::UdpAcceptor::bind()?),
+        ChannelKind::Tcp => Box::new(tcp::TcpAcceptor::bind(options.bind)?),
+        ChannelKind::Udp => Box::new(udp::UdpAcceptor::bind(options.bind)?),
         ChannelKind::Pipe => Box::new(pipe::PipeAcceptor::create()?),
         ChannelKind::Iceoryx2 => Box::new(iceoryx2::Iceoryx2Acceptor::create(
             options.wake.unwrap_or(WakeMode::Blocking),

@@ -1,4 +1,5 @@
-//! TCP over 127.0.0.1 on an ephemeral port, Nagle off (TCP_NODELAY) on both ends.
+//! TCP over 127.0.0.1 (or a link to a second host) on an ephemeral port, Nagle off
+//! (TCP_NODELAY) on both ends.
 
 use crate::framing::{poll_accept, remaining, Framed, TimedStream};
 use crate::{Acceptor, Channel, PeerAddress, TransportError};
@@ -21,9 +22,15 @@ pub struct TcpAcceptor {
 }
 
 impl TcpAcceptor {
-    pub fn bind() -> Result<Self, TransportError> {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .map_err(TransportError::io("binding 127.0.0.1:0"))?;
+    /// Listens on an ephemeral port of `on` (127.0.0.1 when `None`).
+    pub fn bind(on: Option<Ipv4Addr>) -> Result<Self, TransportError> {
+        let on = on.unwrap_or(Ipv4Addr::LOCALHOST);
+        let listener = TcpListener::bind((on, 0)).map_err(|e| {
+            TransportError::io("binding an ephemeral TCP port")(std::io::Error::new(
+                e.kind(),
+                format!("{on}:0: {e}"),
+            ))
+        })?;
         let addr = listener
             .local_addr()
             .map_err(TransportError::io("reading the bound address"))?;

@@ -1,4 +1,4 @@
-//! UDP over 127.0.0.1: one message per datagram. Datagrams may be lost, so the channel is
+//! UDP over 127.0.0.1 (or a link to a second host): one message per datagram. Datagrams may be lost, so the channel is
 //! lossy: a receive that times out means "lost", and the caller decides what that costs.
 
 use crate::framing::remaining;
@@ -18,9 +18,9 @@ pub struct UdpAcceptor {
 }
 
 impl UdpAcceptor {
-    pub fn bind() -> Result<Self, TransportError> {
-        let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))
-            .map_err(TransportError::io("binding 127.0.0.1:0"))?;
+    /// Binds an ephemeral port of `on` (127.0.0.1 when `None`).
+    pub fn bind(on: Option<Ipv4Addr>) -> Result<Self, TransportError> {
+        let socket = bind_on(on.unwrap_or(Ipv4Addr::LOCALHOST))?;
         let addr = socket
             .local_addr()
             .map_err(TransportError::io("reading the bound address"))?;
@@ -60,9 +60,24 @@ impl Acceptor for UdpAcceptor {
     }
 }
 
+/// A UDP socket on an ephemeral port of `on`.
+fn bind_on(on: Ipv4Addr) -> Result<UdpSocket, TransportError> {
+    UdpSocket::bind((on, 0)).map_err(|e| {
+        TransportError::io("binding an ephemeral UDP port")(io::Error::new(
+            e.kind(),
+            format!("{on}:0: {e}"),
+        ))
+    })
+}
+
 pub fn connect(addr: SocketAddr, deadline: Instant) -> Result<impl Channel, TransportError> {
-    let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))
-        .map_err(TransportError::io("binding 127.0.0.1:0"))?;
+    // Loopback to loopback; to another host (across a link), from whichever address the
+    // route to it gives.
+    let socket = bind_on(if addr.ip().is_loopback() {
+        Ipv4Addr::LOCALHOST
+    } else {
+        Ipv4Addr::UNSPECIFIED
+    })?;
     socket
         .connect(addr)
         .map_err(TransportError::io("connecting the UDP socket"))?;

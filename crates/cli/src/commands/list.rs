@@ -5,7 +5,8 @@ use crate::args::Selection;
 use anyhow::Result;
 use ipc_matrix::exit_code;
 use ipc_matrix::term::{console, MessageFormat, JSON_FORMAT_VERSION};
-use ipc_matrix_scenario::probe_for;
+use ipc_matrix_scenario::{probe_for, unmet_need};
+use std::collections::BTreeMap;
 
 pub fn run(selection: &Selection) -> Result<u8> {
     let cells = selection.cells()?;
@@ -15,7 +16,13 @@ pub fn run(selection: &Selection) -> Result<u8> {
         selection.profile,
         selection.matrix.display()
     );
+    // Cells by what they need that this machine lacks: `run` skips them, saying so.
+    let mut unmet: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for cell in cells {
+        let need = unmet_need(&cell);
+        if let Some(need) = &need {
+            unmet.entry(need.clone()).or_default().push(cell.id.clone());
+        }
         match console().format {
             // The list is the output: printed even under --quiet.
             MessageFormat::Human => println!("{}", cell.id),
@@ -35,9 +42,24 @@ pub fn run(selection: &Selection) -> Result<u8> {
                     "profile": cell.profile,
                     "floor_probe": probe_for(&cell),
                     "memory_need_bytes": cell.memory_need(),
+                    "unmet_need": need,
                 });
                 println!("{line}");
             }
+        }
+    }
+    // Beside the ids, on stderr: one note per need.
+    if console().format == MessageFormat::Human {
+        for (need, ids) in unmet {
+            let shown = ids.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
+            let more = match ids.len() {
+                n if n > 3 => format!(" and {} more", n - 3),
+                _ => String::new(),
+            };
+            eprintln!(
+                "note: {} cells are skipped here, each {need}: {shown}{more}",
+                ids.len()
+            );
         }
     }
     Ok(exit_code::OK)

@@ -4,7 +4,7 @@
 use crate::args::{regression_policy, Judging, Selection};
 use crate::commands::report::report_legs;
 use anyhow::Result;
-use ipc_matrix::format::{numbered_verdict_line, summary_table};
+use ipc_matrix::format::{numbered_verdict_line, skipped_line, summary_table};
 use ipc_matrix::progress::{previous_seconds, Plan, Progress};
 use ipc_matrix::reporting::baselines_dir;
 use ipc_matrix::term::{console, MessageFormat, JSON_FORMAT_VERSION};
@@ -13,7 +13,7 @@ use ipc_matrix::{
 };
 use ipc_matrix_report::units::nanos;
 use ipc_matrix_results::{CellResult, Environment, Failure, FailureKind};
-use ipc_matrix_scenario::RunOptions;
+use ipc_matrix_scenario::{unmet_need, RunOptions};
 use ipc_matrix_spec::Cell;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -63,7 +63,8 @@ pub fn run(
         "results_dir": absolute(&folder.dir().join("cells")),
     }));
     let ran = run_cells(&cells, &out, &mut options, fail_fast, folder.dir())?;
-    let judged = if environment.is_optimized() {
+    // Nothing is judged when every cell was skipped: no result was stored.
+    let judged = if environment.is_optimized() && !ran.results.is_empty() {
         let policy = regression_policy(&selection.matrix, &selection.profile)?;
         report_legs(
             &out,
@@ -78,7 +79,7 @@ pub fn run(
     };
     let code = ran.code.max(judged);
     let failed = ran.results.iter().filter(|r| !r.outcome.passed).count();
-    let not_run = cells.len() - ran.results.len();
+    let not_run = cells.len() - ran.results.len() - ran.skipped;
     json_line(serde_json::json!({
         "type": "run-finished",
         "version": JSON_FORMAT_VERSION,
@@ -88,16 +89,25 @@ pub fn run(
         "cells": cells.len(),
         "passed": ran.results.len() - failed,
         "failed": failed,
+        "skipped": ran.skipped,
         "not_run": not_run,
         "not_stored": ran.not_stored,
         "exit_code": code,
         "results_dir": (ran.not_stored == 0).then(|| absolute(&folder.dir().join("cells"))),
     }));
     say_always!(
-        "run {}: {} cells: {} passed, {failed} failed{}",
+        "run {}: {} cells: {} passed, {failed} failed{}{}",
         options.run_id,
-        ran.results.len(),
+        ran.results.len() + ran.skipped,
         ran.results.len() - failed,
+        if ran.skipped > 0 {
+            format!(
+                ", {} skipped (this machine lacks what they need)",
+                ran.skipped
+            )
+        } else {
+            String::new()
+        },
         if not_run > 0 {
             format!(", {not_run} not run (--fail-fast)")
         } else {
@@ -113,6 +123,8 @@ struct Ran {
     code: u8,
     /// Results of an unoptimized build, not stored.
     not_stored: usize,
+    /// Cells this machine cannot run (each named with its need as it came).
+    skipped: usize,
 }
 
 /// `path` from the root, for tools that run elsewhere.
@@ -149,8 +161,28 @@ fn run_cells(
     let mut results = Vec::new();
     let mut not_stored = 0;
     let mut lost = 0;
+    let mut skipped = 0;
     for (index, cell) in cells.iter().enumerate() {
         progress.start(index, &cell.id);
+        let place = (index + 1, cells.len());
+        // A cell this machine cannot run is named, with what it needs: never a pass.
+        if let Some(need) = unmet_need(cell) {
+            skipped += 1;
+            progress.finish(index);
+            progress.suspend(|| {
+                say_always!("{}", skipped_line(&cell.id, &need, place));
+                json_line(serde_json::json!({
+                    "type": "cell-skipped",
+                    "version": JSON_FORMAT_VERSION,
+                    "run_id": options.run_id,
+                    "index": place.0,
+                    "total": place.1,
+                    "id": cell.id,
+                    "reason": need,
+                }));
+            });
+            continue;
+        }
         let (mut result, stored) = run_and_store(cell, options, out);
         let file = match stored {
             Stored::At(path) => Some(path),
@@ -173,7 +205,6 @@ fn run_cells(
             }
         };
         progress.finish(index);
-        let place = (index + 1, cells.len());
         progress.suspend(|| {
             let line = numbered_verdict_line(&result, Some(place));
             if result.outcome.passed {
@@ -194,7 +225,9 @@ fn run_cells(
     }
     progress.clear();
 
-    say!("{}", summary_table(&results));
+    if !results.is_empty() {
+        say!("{}", summary_table(&results));
+    }
     let run_dir = results
         .first()
         .map(|r| ipc_matrix_results::run_dir(out, &r.leg, &r.cell.profile))
@@ -204,7 +237,7 @@ fn run_cells(
             "note: this is an unoptimized build; its {not_stored} results were not stored. \
              Build with --release to keep timings."
         );
-    } else {
+    } else if !results.is_empty() {
         say!("results: {}", run_dir.join("cells").display());
     }
     if lost > 0 {
@@ -219,6 +252,7 @@ fn run_cells(
             exit_code::OK
         },
         not_stored,
+        skipped,
     })
 }
 
@@ -260,6 +294,22 @@ fn details(result: &CellResult, file: Option<&Path>) -> Vec<String> {
         took.push_str(&format!("; peer slowed by {delay} us a reply"));
     }
     lines.push(took);
+    if let Some(link) = result.cell.host.netns() {
+        lines.push(format!(
+            "peer on a second host: a network namespace over a veth link, MTU {}",
+            link.mtu
+        ));
+    }
+    if let Some(f) = result.load.and_then(|load| load.fragmentation) {
+        lines.push(format!(
+            "IP fragments on the second host: {} per request, {} requests reassembled, {} failed; {} fragments made for echoes",
+            f.fragments_per_datagram()
+                .map_or_else(|| "-".to_string(), |n| format!("{n:.1}")),
+            f.reassembled,
+            f.reassembly_failed,
+            f.fragments_created
+        ));
+    }
     if let Some(file) = file {
         lines.push(format!("result: {}", file.display()));
     }

@@ -46,6 +46,7 @@ pub(crate) fn echo(
         ListenOptions {
             wake: cell.wake,
             max_message,
+            bind: options.second_host.as_ref().map(|h| h.host),
         },
     )
     .map_err(|e| setup_failure(format!("opening the {kind} channel: {e}")))?;

@@ -92,6 +92,7 @@ fn link(
             ListenOptions {
                 wake: cell.wake,
                 max_message: max_message.max(ACK_BYTES),
+                bind: None,
             },
         )
         .map_err(|e| setup_failure(format!("opening the {kind} channel: {e}")))?;
@@ -105,7 +106,7 @@ fn link(
             fan.frame_deadline,
         );
         config.count = tally.peer_counting(cell.warmup);
-        let mut peer = PeerProcess::spawn(&options.peer_program, &config)
+        let mut peer = PeerProcess::spawn(&options.peer_program, &config, None)
             .map_err(|e| setup_failure(format!("starting peer {}: {e}", linked.len())))?;
         tally.peer_pids.push(peer.pid());
         let channel = acceptor

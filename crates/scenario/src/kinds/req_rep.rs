@@ -1,7 +1,8 @@
 //! ZeroMQ REQ/REP echo (seed 001) through the `zmq` crate, whose libzmq is built from
-//! source for every target. The measuring side's REQ socket binds (TCP on 127.0.0.1, or
-//! IPC in a private directory) and the peer's REP socket connects; every request waits for
-//! its echo, which must equal it byte for byte. An empty message says goodbye.
+//! source for every target. The measuring side's REQ socket binds (TCP on 127.0.0.1 or on
+//! the link to a second host, or IPC in a private directory) and the peer's REP socket
+//! connects; every request waits for its echo, which must equal it byte for byte. An
+//! empty message says goodbye.
 
 use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
@@ -13,7 +14,7 @@ use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_results::{Failure, FailureKind};
 use ipc_matrix_spec::{Calls, Cell};
 use ipc_matrix_transport::{process_alive, PeerAddress, PrivateDir, SocketEndpoint, SocketKind};
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 /// Longest wait in one poll, so a dead peer is noticed within this much.
@@ -55,9 +56,15 @@ pub(crate) fn req_rep(
     let mut private_dir = None;
     let address = match cell.transport.channel().and_then(SocketKind::of) {
         Some(SocketKind::Tcp) => {
+            // Loopback, or this host's end of the link to a second host.
+            let on = options
+                .second_host
+                .as_ref()
+                .map_or(Ipv4Addr::LOCALHOST, |h| h.host);
+            let wildcard = format!("tcp://{on}:*");
             socket
-                .bind("tcp://127.0.0.1:*")
-                .map_err(|e| zmq_setup("binding tcp://127.0.0.1:*", e))?;
+                .bind(&wildcard)
+                .map_err(|e| zmq_setup(&format!("binding {wildcard}"), e))?;
             let bound = socket
                 .get_last_endpoint()
                 .map_err(|e| zmq_setup("reading the bound endpoint", e))?

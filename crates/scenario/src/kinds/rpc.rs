@@ -21,6 +21,7 @@ use ipc_matrix_results::{Failure, FailureKind};
 use ipc_matrix_spec::{Calls, Cell};
 use ipc_matrix_transport::{process_alive, PeerAddress, PrivateDir, SocketEndpoint, SocketKind};
 use std::cell::Cell as Counter;
+use std::net::Ipv4Addr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -124,7 +125,12 @@ async fn connect_peer(
     let mut private_dir = None;
     let (listener, address) = match cell.transport.channel().and_then(SocketKind::of) {
         Some(SocketKind::Tcp) => {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            // Loopback, or this host's end of the link to a second host.
+            let on = options
+                .second_host
+                .as_ref()
+                .map_or(Ipv4Addr::LOCALHOST, |h| h.host);
+            let listener = tokio::net::TcpListener::bind((on, 0))
                 .await
                 .map_err(listen_failure)?;
             let addr = listener.local_addr().map_err(listen_failure)?;

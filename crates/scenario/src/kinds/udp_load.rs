@@ -18,9 +18,10 @@ use crate::fault::{Fault, FaultKind};
 use crate::measure::Recorder;
 use crate::payload::pseudo_random_bytes;
 use crate::peer::{before_reply, PeerConfig};
+use crate::second_host::{fragmentation_between, fragmentation_of};
 use crate::spawn::{describe, PeerProcess, GOODBYE_WITHIN};
 use crate::verify::compare;
-use ipc_matrix_results::{Failure, FailureKind, LoadStats};
+use ipc_matrix_results::{Failure, FailureKind, Fragmentation, LoadStats};
 use ipc_matrix_spec::{Cell, ChannelKind, Load as LoadSettings, LoadShape};
 use ipc_matrix_transport::{listen, Channel, ListenOptions};
 use serde::{Deserialize, Serialize};
@@ -62,12 +63,17 @@ pub(crate) fn udp_load(
         ListenOptions {
             wake: None,
             max_message: 64,
+            bind: None,
         },
     )
     .map_err(|e| setup_failure(format!("opening the control channel: {e}")))?;
     let warmup_budget = warmup_budget(cell, settings.timeout)?;
+    // On a second host, the peer listens on its end of the link, the clients send from
+    // theirs; otherwise both are on loopback.
+    let link = options.second_host.as_ref();
     let role = Server {
         threads: shape.server_threads,
+        bind: link.map(|h| h.peer),
     };
     let mut config =
         options.peer_config(cell, control.address(), len, None, role, settings.timeout);
@@ -95,6 +101,17 @@ pub(crate) fn udp_load(
                 .parse::<SocketAddr>()
                 .map_err(|e| format!("the peer announced {announced:?}, not an address: {e}"))
         })
+        // Load only ever goes to loopback or to the peer's end of the cell's own link.
+        .and_then(|server| match link {
+            Some(h) if server.ip() != h.peer => Err(format!(
+                "the peer announced {server}, not on its end of the link ({})",
+                h.peer
+            )),
+            None if !server.ip().is_loopback() => Err(format!(
+                "the peer announced {server}, not a loopback address"
+            )),
+            _ => Ok(server),
+        })
         .map_err(|e| {
             setup_failure(format!(
                 "learning the peer's UDP address: {e}{}",
@@ -102,14 +119,29 @@ pub(crate) fn udp_load(
             ))
         })?;
 
+    // The second host's IP counters from before any datagram: its namespace carries
+    // this cell's traffic alone (the control channel is a Unix socket).
+    let counters = |peer: &mut PeerProcess| -> Result<Option<Fragmentation>, Failure> {
+        link.map(|_| {
+            fragmentation_of(peer.pid()).map_err(|e| {
+                setup_failure(format!(
+                    "reading the second host's IP counters: {e}{}",
+                    peer_epilogue(peer)
+                ))
+            })
+        })
+        .transpose()
+    };
+    let before = counters(&mut peer)?;
     let load = Load::new(
         cell,
         settings,
-        server,
+        (server, link.map_or(Ipv4Addr::LOCALHOST, |h| h.host)),
         (options.setup_timeout, warmup_budget),
         tally.counting.as_ref().map(|c| c.measuring_label()),
     );
     let outcome = load.run();
+    let after = counters(&mut peer);
     let goodbye = stop_server(channel.as_mut(), &mut peer);
     let (clients, elapsed) = outcome.map_err(|mut failure| {
         failure.reason.push_str(&peer_epilogue(&mut peer));
@@ -125,6 +157,7 @@ pub(crate) fn udp_load(
         success_rate: 0.0,
         transactions_per_sec: 0.0,
         server_received: goodbye.as_ref().ok().copied(),
+        fragmentation: None,
     };
     for client in clients {
         stats.sent += client.sent;
@@ -141,6 +174,10 @@ pub(crate) fn udp_load(
     }
     stats.success_rate = stats.answered as f64 / stats.sent.max(1) as f64;
     stats.transactions_per_sec = stats.answered as f64 / elapsed.as_secs_f64();
+    stats.fragmentation = match (before, after?) {
+        (Some(before), Some(after)) => Some(fragmentation_between(&before, &after)),
+        _ => None,
+    };
     tally.measured_time = elapsed;
     tally.lost = stats.timeouts;
     tally.load = Some(stats);
@@ -215,6 +252,8 @@ struct Load<'a> {
     /// The deadline of one request.
     timeout: Duration,
     server: SocketAddr,
+    /// The address the clients' sockets bind: loopback, or this host's end of the link.
+    local: Ipv4Addr,
     setup_timeout: Duration,
     /// How long the clients' warm-ups may take, at most ([`warmup_budget`]).
     warmup_budget: Duration,
@@ -231,7 +270,7 @@ impl<'a> Load<'a> {
     fn new(
         cell: &'a Cell,
         settings: &LoadSettings,
-        server: SocketAddr,
+        (server, local): (SocketAddr, Ipv4Addr),
         (setup_timeout, warmup_budget): (Duration, Duration),
         count_label: Option<u64>,
     ) -> Self {
@@ -242,6 +281,7 @@ impl<'a> Load<'a> {
             shape: settings.shape,
             timeout: settings.timeout,
             server,
+            local,
             setup_timeout,
             abort: AtomicBool::new(false),
             ready: AtomicUsize::new(0),
@@ -304,7 +344,7 @@ impl<'a> Load<'a> {
             round_trip: Some(request),
             reason: format!("client {client}, request {request}: {what}"),
         };
-        let socket = match open_client_socket(self.server) {
+        let socket = match open_client_socket(self.local, self.server) {
             Ok(socket) => socket,
             Err(e) => {
                 return self.fail(setup_failure(format!(
@@ -438,8 +478,8 @@ fn gone_or_io(e: &io::Error) -> FailureKind {
     }
 }
 
-fn open_client_socket(server: SocketAddr) -> io::Result<UdpSocket> {
-    let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))?;
+fn open_client_socket(local: Ipv4Addr, server: SocketAddr) -> io::Result<UdpSocket> {
+    let socket = UdpSocket::bind((local, 0))?;
     socket.connect(server)?;
     // Every receive is bounded from the start; the client shortens this near a deadline.
     socket.set_read_timeout(Some(POLL))?;
@@ -469,15 +509,20 @@ fn stamp_of(datagram: &[u8]) -> Option<(u32, u64)> {
 #[derive(Debug, Serialize, Deserialize)]
 struct Server {
     threads: u32,
+    /// The address to listen on: the peer's end of the link to a second host; loopback
+    /// when `None`.
+    #[serde(default)]
+    bind: Option<Ipv4Addr>,
 }
 
 /// The peer's side: announce the socket's address on the control channel, echo with the
 /// role's threads until the goodbye, then report how many datagrams came in.
 pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
     let mut control = config.connect()?;
-    let Server { threads } = config.role()?;
+    let Server { threads, bind } = config.role()?;
     let idle = config.idle_timeout;
-    let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(|e| format!("binding: {e}"))?;
+    let on = bind.unwrap_or(Ipv4Addr::LOCALHOST);
+    let socket = UdpSocket::bind((on, 0)).map_err(|e| format!("binding {on}:0: {e}"))?;
     let address = socket
         .local_addr()
         .map_err(|e| format!("reading the address: {e}"))?;

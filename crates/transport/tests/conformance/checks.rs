@@ -128,6 +128,7 @@ fn open(subject: Subject, role: &str) -> Result<(Box<dyn Channel>, Peer), String
         ListenOptions {
             wake: subject.wake,
             max_message: subject.limit(),
+            bind: None,
         },
     )
     .map_err(|e| format!("listening: {e}"))?;
