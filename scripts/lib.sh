@@ -127,14 +127,18 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
-# protoc and capnp, the reference implementations the interop tests decode with, and
-# pyzmq on the system's libzmq, the stock ZeroMQ peer. Without them those tests are listed
-# as ignored, so they are installed where apt allows.
+# protoc and capnp, the reference implementations the interop tests decode with, pyzmq
+# on the system's libzmq, the stock ZeroMQ peer, and iproute2 for the second host's
+# cells. Without them those tests are listed as ignored, so they are installed where apt
+# allows.
 ensure_interop_tools() {
   local missing=()
   command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
   command -v capnp >/dev/null 2>&1 || missing+=(capnproto)
   /usr/bin/python3 -c 'import zmq' >/dev/null 2>&1 || missing+=(python3-zmq)
+  # The second host's link (`ip`, `tc`) and the test that drops CAP_NET_ADMIN (`setpriv`).
+  command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+  command -v setpriv >/dev/null 2>&1 || missing+=(util-linux)
   [ "${#missing[@]}" -eq 0 ] && return 0
   apt_install "${missing[@]}" ||
     say "could not install ${missing[*]}: the interop tests that need them are listed as ignored"

@@ -338,3 +338,26 @@ fn a_peers_leftovers_its_words_after_goodbye_and_its_last_error_line_are_handled
         "a peer's own process was left running"
     );
 }
+
+/// `list --message-format json` says whose each cell's peer is and where it runs.
+#[test]
+fn list_names_each_cells_peer_command_and_host() {
+    let s = Scratch::new(
+        "external-list",
+        &matrix(&[("c", "tcp", vec![c_peer(), "--flag".into()])]),
+    );
+    let output = s.run(&["list", "--message-format", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    for line in lines {
+        assert_eq!(
+            line["peer_command"],
+            serde_json::json!([c_peer(), "--flag"])
+        );
+        assert_eq!(line["host"]["on"], "loopback", "{line}");
+    }
+}

@@ -43,6 +43,10 @@ pub fn run(selection: &Selection) -> Result<u8> {
                     "floor_probe": probe_for(&cell),
                     "memory_need_bytes": cell.memory_need(),
                     "unmet_need": need,
+                    // Where its peer runs (`loopback`, or `netns` with its link) and
+                    // whose it is (an external command, or null for ours).
+                    "host": cell.host,
+                    "peer_command": cell.peer.as_ref().map(|p| &p.command),
                 });
                 println!("{line}");
             }
