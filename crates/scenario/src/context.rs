@@ -8,7 +8,7 @@ use crate::fault::Fault;
 use crate::measure::Recorder;
 use crate::peer::{PeerConfig, PeerDelay};
 use crate::second_host::SecondHost;
-use crate::spawn::PeerProcess;
+use crate::spawn::{PeerProcess, PEER_RUNNER_ENV};
 use ipc_matrix_results::{CodecStages, Environment, Failure, LoadStats, LoggingStats};
 use ipc_matrix_spec::Cell;
 use ipc_matrix_transport::PeerAddress;
@@ -101,7 +101,10 @@ impl RunOptions {
             return self.start_peer(config);
         };
         let triple = Environment::capture().target_triple;
-        let command = external::resolve(external, &self.project_dir, &triple)
+        // Under QEMU the peer runner is the emulator: a program of the host's CPU there
+        // (a shell, an interpreter) runs as it is.
+        let emulated = std::env::var(PEER_RUNNER_ENV).is_ok_and(|r| !r.trim().is_empty());
+        let command = external::resolve(external, &self.project_dir, &triple, emulated)
             .map_err(|e| setup_failure(format!("starting the peer: {e}")))?;
         let protocol = ExternalPeerConfig::of(cell, config)
             .map_err(|e| setup_failure(format!("starting the peer: {e}")))?;

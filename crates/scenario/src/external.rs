@@ -91,13 +91,16 @@ pub struct ResolvedCommand {
 
 /// Finds `peer`'s program: a word with a `/` is a path (relative ones from
 /// `project_dir`, matrix.yaml's folder), a bare name is looked up in PATH; `{target}`
-/// stands for `target_triple`. Refuses, saying why, a program that is not there, cannot
-/// run, or is built for another CPU than this build's (which would run natively by
-/// mistake, or through an emulator the host happens to register).
+/// stands for `target_triple`. Refuses, saying why, a program that is not there or cannot
+/// run. On a native leg (`emulated` false) it also refuses one built for another CPU,
+/// which would otherwise run on the wrong CPU, or through an emulator the host happens to
+/// register; on an emulated leg such a program is the host's own (a shell, an
+/// interpreter), and runs as it is.
 pub fn resolve(
     peer: &ExternalPeer,
     project_dir: &Path,
     target_triple: &str,
+    emulated: bool,
 ) -> Result<ResolvedCommand, String> {
     let mut words = peer.command_for(target_triple).into_iter();
     let first = words
@@ -136,9 +139,10 @@ pub fn resolve(
     }
     let for_this_target = match Executable::read(&program) {
         Executable::Elf(elf) if Some(elf) == this_machine() => true,
+        Executable::Elf(_) if emulated => false,
         Executable::Elf(elf) => {
             return Err(format!(
-                "the peer command {} is built for another CPU ({}); this leg's binaries are {} ({}): build it for {target_triple}",
+                "the peer command {} is built for another CPU ({}); this leg runs natively on {} ({}): build it for {target_triple}",
                 program.display(),
                 elf.describe(),
                 std::env::consts::ARCH,
@@ -356,14 +360,14 @@ mod tests {
     #[test]
     fn a_missing_command_is_refused_with_where_it_was_looked_for() {
         let dir = Path::new("/nonexistent-project");
-        let e = resolve(&peer(&["peers/{target}/p"]), dir, "t").unwrap_err();
+        let e = resolve(&peer(&["peers/{target}/p"]), dir, "t", false).unwrap_err();
         assert!(
             e.contains("`peers/t/p` does not exist (looked for /nonexistent-project/peers/t/p)"),
             "{e}"
         );
-        let e = resolve(&peer(&["no-such-program-here"]), dir, "t").unwrap_err();
+        let e = resolve(&peer(&["no-such-program-here"]), dir, "t", false).unwrap_err();
         assert!(e.contains("not an executable file in PATH"), "{e}");
-        let e = resolve(&peer(&["/"]), dir, "t").unwrap_err();
+        let e = resolve(&peer(&["/"]), dir, "t", false).unwrap_err();
         assert!(e.contains("is not an executable file"), "{e}");
     }
 
@@ -391,7 +395,8 @@ mod tests {
         write("headless", b"echo no interpreter line\n");
         write("orphan.sh", b"#!/nonexistent/interpreter -x\n");
         std::os::unix::fs::symlink(dir.join("nothing"), dir.join("dangling")).unwrap();
-        let refusal = |name: &str| resolve(&peer(&[&format!("./{name}")]), &dir, "t").unwrap_err();
+        let refusal =
+            |name: &str| resolve(&peer(&[&format!("./{name}")]), &dir, "t", false).unwrap_err();
         let e = refusal("foreign");
         assert!(
             e.contains("is built for another CPU") && e.contains("build it for t"),
@@ -421,6 +426,7 @@ mod tests {
             &peer(&[own.to_str().unwrap(), "--flag"]),
             Path::new("/"),
             "t",
+            false,
         )
         .unwrap();
         assert!(resolved.for_this_target);
@@ -429,7 +435,12 @@ mod tests {
             std::env::temp_dir().join(format!("ipc-matrix-peer-{}.sh", std::process::id()));
         std::fs::write(&script, "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let resolved = resolve(&peer(&[script.to_str().unwrap()]), Path::new("/"), "t");
+        let resolved = resolve(
+            &peer(&[script.to_str().unwrap()]),
+            Path::new("/"),
+            "t",
+            false,
+        );
         std::fs::remove_file(&script).unwrap();
         assert!(!resolved.unwrap().for_this_target);
     }
