@@ -250,7 +250,8 @@ pub struct InstructionCounts {
     pub windows: u64,
     /// The emulated CPU model (`QEMU_CPU`), which fixes the library code QEMU runs.
     pub cpu_model: Option<String>,
-    /// The count depends on timing (a lossy transport, a spun peer delay, a stream message over the kernel's buffer):
+    /// The count depends on timing (a lossy transport, a spun peer delay, a stream message over the kernel's buffer,
+    /// a peer on a second host):
     /// it informs and never gates.
     pub timing_dependent: bool,
 }
