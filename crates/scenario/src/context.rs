@@ -85,8 +85,7 @@ impl RunOptions {
 
     /// Starts the peer process with `config`.
     pub(crate) fn start_peer(&self, config: &PeerConfig) -> Result<PeerProcess, Failure> {
-        let netns = self.second_host.as_ref().map(|h| h.namespace.as_str());
-        PeerProcess::spawn(&self.peer_program, config, netns)
+        PeerProcess::spawn(&self.peer_program, config, &self.peer_place())
             .map_err(|e| setup_failure(format!("starting the peer: {e}")))
     }
 
@@ -112,9 +111,18 @@ impl RunOptions {
             &command,
             &protocol,
             (config.cpu, &self.project_dir),
-            self.second_host.as_ref().map(|h| h.namespace.as_str()),
+            &self.peer_place(),
         )
         .map_err(|e| setup_failure(format!("starting the peer: {e}")))
+    }
+
+    /// The words that start the cell's peer where it runs: on a second host, `ip netns
+    /// exec <namespace>`; here, none.
+    fn peer_place(&self) -> Vec<String> {
+        self.second_host
+            .as_ref()
+            .map(|host| crate::second_host::exec_in(&host.namespace))
+            .unwrap_or_default()
     }
 
     pub(crate) fn peer_delay_for(&self, cell: &Cell) -> Option<Duration> {

@@ -35,8 +35,8 @@ struct Launch<'a> {
     cpu: Option<usize>,
     /// The folder it runs in; ours when `None`.
     dir: Option<&'a Path>,
-    /// The network namespace it runs in (a second host); ours when `None`.
-    netns: Option<&'a str>,
+    /// Words that start it elsewhere (`ip netns exec <ns>`: a second host); empty here.
+    place: &'a [String],
 }
 
 /// A CPU set of one CPU.
@@ -59,8 +59,8 @@ pub struct PeerProcess {
 
 impl PeerProcess {
     /// Starts our own peer: `program serve --config <config>`, through the runner prefix
-    /// ([`PEER_RUNNER_ENV`]) when one is set; in network namespace `netns` when given.
-    pub fn spawn(program: &Path, config: &PeerConfig, netns: Option<&str>) -> io::Result<Self> {
+    /// ([`PEER_RUNNER_ENV`]) when one is set; after `place` (a second host's `ip netns exec`).
+    pub fn spawn(program: &Path, config: &PeerConfig, place: &[String]) -> io::Result<Self> {
         let json = serde_json::to_string(config).map_err(io::Error::other)?;
         let launch = Launch {
             program,
@@ -70,7 +70,7 @@ impl PeerProcess {
             // Our peer pins itself, after reading its configuration.
             cpu: None,
             dir: None,
-            netns,
+            place,
         };
         Self::start(launch, &json)
     }
@@ -83,7 +83,7 @@ impl PeerProcess {
         command: &ResolvedCommand,
         config: &ExternalPeerConfig,
         (cpu, dir): (Option<usize>, &Path),
-        netns: Option<&str>,
+        place: &[String],
     ) -> io::Result<Self> {
         let json = serde_json::to_string(config).map_err(io::Error::other)?;
         let launch = Launch {
@@ -93,7 +93,7 @@ impl PeerProcess {
             inherited: Vec::new(),
             cpu,
             dir: Some(dir),
-            netns,
+            place,
         };
         Self::start(launch, &json)
     }
@@ -109,13 +109,7 @@ impl PeerProcess {
                 .collect(),
             false => Vec::new(),
         };
-        let runner: Vec<String> = launch
-            .netns
-            .map(crate::second_host::exec_in)
-            .unwrap_or_default()
-            .into_iter()
-            .chain(emulator)
-            .collect();
+        let runner: Vec<String> = launch.place.iter().cloned().chain(emulator).collect();
         let mut command = match runner.split_first() {
             Some((first, rest)) => {
                 let mut c = Command::new(first);

@@ -106,7 +106,7 @@ fn link(
             fan.frame_deadline,
         );
         config.count = tally.peer_counting(cell.warmup);
-        let mut peer = PeerProcess::spawn(&options.peer_program, &config, None)
+        let mut peer = PeerProcess::spawn(&options.peer_program, &config, &[])
             .map_err(|e| setup_failure(format!("starting peer {}: {e}", linked.len())))?;
         tally.peer_pids.push(peer.pid());
         let channel = acceptor
