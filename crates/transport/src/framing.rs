@@ -1,6 +1,7 @@
-//! Whole messages over a byte stream (TCP, local socket): an 8-byte little-endian length,
-//! then the bytes. The per-call socket timeout is lowered only as a deadline nears, so the
-//! common case costs no extra system call.
+//! Whole messages over a byte stream (TCP, local socket, pipe): an 8-byte little-endian
+//! length, then the bytes. The per-call socket timeout is lowered only as a deadline nears,
+//! so the common case costs no extra system call; and a receive reads ahead, so a small
+//! message's header and body come in one read.
 
 use crate::TransportError;
 use std::io::{self, Read, Write};
@@ -16,12 +17,21 @@ pub trait TimedStream: Read + Write + Send {
 const MAX_CALL_WAIT: Duration = Duration::from_millis(250);
 /// Messages up to this size are sent with their header in one write.
 const COALESCE_LIMIT: usize = 64 * 1024;
+/// Bytes a receive may read beyond what it needs, kept for the next one. Reading the
+/// header and then the body took two reads per message, and the second read cost about
+/// 2-3 us of a 30 us Unix-stream round trip of 200 B on a 2-vCPU VM (two reads per side).
+/// The rest of a message longer than this is read straight into its buffer.
+const READ_AHEAD: usize = 64 * 1024;
 
 pub struct Framed<S> {
     stream: S,
     read_timeout: Duration,
     write_timeout: Duration,
     scratch: Vec<u8>,
+    /// Bytes read ahead: `inbox[taken..filled]` have arrived and are not taken yet.
+    inbox: Box<[u8]>,
+    taken: usize,
+    filled: usize,
 }
 
 impl<S: TimedStream> Framed<S> {
@@ -33,6 +43,9 @@ impl<S: TimedStream> Framed<S> {
             read_timeout: MAX_CALL_WAIT,
             write_timeout: MAX_CALL_WAIT,
             scratch: Vec::new(),
+            inbox: vec![0u8; READ_AHEAD].into_boxed_slice(),
+            taken: 0,
+            filled: 0,
         })
     }
 
@@ -54,8 +67,41 @@ impl<S: TimedStream> Framed<S> {
         Ok(())
     }
 
-    fn read_exact(&mut self, mut buf: &mut [u8], deadline: Instant) -> Result<(), TransportError> {
-        while !buf.is_empty() {
+    /// Fills `buf` from what was read ahead, then from the stream: through the inbox
+    /// while what is missing is shorter than it, straight into `buf` otherwise (never
+    /// reading past `buf`'s end then).
+    fn read_exact(&mut self, buf: &mut [u8], deadline: Instant) -> Result<(), TransportError> {
+        let mut done = 0;
+        while done < buf.len() {
+            let missing = buf.len() - done;
+            if self.taken == self.filled {
+                if missing >= self.inbox.len() {
+                    done += self.read_some(BufferOf::Message(&mut buf[done..]), deadline)?;
+                    continue;
+                }
+                self.filled = self.read_some(BufferOf::Inbox, deadline)?;
+                self.taken = 0;
+            }
+            let n = missing.min(self.filled - self.taken);
+            buf[done..done + n].copy_from_slice(&self.inbox[self.taken..self.taken + n]);
+            self.taken += n;
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// One read that returns at least one byte (retried while it would block or was
+    /// interrupted), bounded by `deadline`.
+    fn read_some(
+        &mut self,
+        into: BufferOf<'_>,
+        deadline: Instant,
+    ) -> Result<usize, TransportError> {
+        let buf = match into {
+            BufferOf::Inbox => &mut self.inbox[..],
+            BufferOf::Message(buf) => buf,
+        };
+        loop {
             let stream = &mut self.stream;
             arm(deadline, "reply", &mut self.read_timeout, |t| {
                 stream
@@ -64,13 +110,18 @@ impl<S: TimedStream> Framed<S> {
             })?;
             match self.stream.read(buf) {
                 Ok(0) => return Err(TransportError::Closed),
-                Ok(n) => buf = &mut buf[n..],
+                Ok(n) => return Ok(n),
                 Err(e) if is_retry(&e) => continue,
                 Err(e) => return Err(stream_error(e, "receiving")),
             }
         }
-        Ok(())
     }
+}
+
+/// Where a read goes: the inbox, or the rest of the message being received.
+enum BufferOf<'a> {
+    Inbox,
+    Message(&'a mut [u8]),
 }
 
 impl<S: TimedStream> crate::Channel for Framed<S> {
@@ -294,9 +345,14 @@ mod scripted {
             match self.reads.pop_front() {
                 None => Ok(0),
                 Some(Err(e)) => Err(e),
-                Some(Ok(bytes)) => {
-                    buf[..bytes.len()].copy_from_slice(&bytes);
-                    Ok(bytes.len())
+                // As a socket does: as much as fits, the rest stays for the next read.
+                Some(Ok(mut bytes)) => {
+                    let n = bytes.len().min(buf.len());
+                    buf[..n].copy_from_slice(&bytes[..n]);
+                    if n < bytes.len() {
+                        self.reads.push_front(Ok(bytes.split_off(n)));
+                    }
+                    Ok(n)
                 }
             }
         }
@@ -350,6 +406,51 @@ mod scripted {
         f.send(&message, deadline()).unwrap();
         let header = ((COALESCE_LIMIT + 1) as u64).to_le_bytes().to_vec();
         assert_eq!(f.stream.writes, vec![header, message]);
+    }
+
+    /// One read takes a small message's header and body together, and what it read of
+    /// the next message is that message's start; the rest of a message longer than the
+    /// read-ahead is read straight into its buffer, never past its end.
+    #[test]
+    fn a_receive_reads_ahead_and_keeps_what_belongs_to_the_next_message() {
+        let frame = |body: &[u8]| {
+            let mut wire = (body.len() as u64).to_le_bytes().to_vec();
+            wire.extend_from_slice(body);
+            wire
+        };
+        let long = vec![0x3c; READ_AHEAD * 2 + 5];
+        let mut wire = frame(b"first");
+        wire.extend(frame(b"second"));
+        wire.extend(frame(&long));
+        wire.extend(frame(b"last"));
+        let mut stream = Scripted::default();
+        stream.reads.push_back(Ok(wire));
+        let mut f = framed(stream);
+        let mut buf = Vec::new();
+        let mut received = Vec::new();
+        let mut reads_left = Vec::new();
+        for _ in 0..4 {
+            f.recv(&mut buf, long.len(), deadline()).unwrap();
+            received.push(buf.clone());
+            reads_left.push(f.stream.reads.len());
+        }
+        assert_eq!(
+            received,
+            vec![
+                b"first".to_vec(),
+                b"second".to_vec(),
+                long,
+                b"last".to_vec()
+            ]
+        );
+        // The first read filled the inbox (the first two messages and the long one's
+        // start); the long one's rest came in one read of exactly what it lacked, so the
+        // last message was still on the stream.
+        assert_eq!(reads_left, vec![1, 1, 1, 0]);
+        assert!(matches!(
+            f.recv(&mut buf, 10, deadline()),
+            Err(TransportError::Closed)
+        ));
     }
 
     /// Would-block, timed-out and interrupted calls are tried again; a reset or a broken
