@@ -68,13 +68,13 @@ pub fn probe_for(cell: &Cell) -> Option<FloorProbe> {
 }
 
 /// A probe holds at most four copies of its payload at once (a buffer each way and the
-/// two ends' own): measured only when the cell itself fits and so do those.
+/// two ends' own), while the cell runs: measured only when the cell fits next to those.
 fn fits_in_memory(cell: &Cell) -> bool {
     let Some(available) = ipc_matrix_spec::available_memory() else {
         return true;
     };
     let probe_need = cell.payload_bytes.saturating_mul(4);
-    ipc_matrix_spec::check_memory(cell, available).is_ok() && probe_need <= available
+    probe_need <= available && ipc_matrix_spec::check_memory(cell, available - probe_need).is_ok()
 }
 
 /// True when this run's cells run under an emulator (the runner is `qemu`).
@@ -114,7 +114,11 @@ fn measured(
     placement.measurer_cpu?;
     let peer_cpu = placement.peer_cpu?;
     let len = usize::try_from(payload).ok()?;
-    let mut samples = run_probe(probe, len, Rounds::of(rounds), peer_cpu).ok()?;
+    let samples = run_probe(probe, len, Rounds::of(rounds), peer_cpu).ok()?;
+    median(samples)
+}
+
+fn median(mut samples: Vec<u64>) -> Option<(u64, u64)> {
     samples.sort_unstable();
     let count = samples.len() as u64;
     samples.get(samples.len() / 2).map(|&p50| (p50, count))
@@ -128,6 +132,8 @@ struct Rounds {
     warmup: u64,
     timed: u64,
     deadline: Instant,
+    /// Time given to the timed round trips.
+    budget: Duration,
 }
 
 impl Rounds {
@@ -136,14 +142,53 @@ impl Rounds {
             warmup: warmup.min(MAX_WARMUP),
             timed: timed.clamp(MIN_ROUND_TRIPS, MAX_ROUND_TRIPS),
             deadline: Instant::now() + PROBE_DEADLINE,
+            budget: TIME_BUDGET,
         }
     }
 }
 
+/// Runs `probe` from start to end: opened, timed, closed.
 fn run_probe(probe: FloorProbe, len: usize, rounds: Rounds, peer_cpu: usize) -> ProbeResult {
+    let mut open = open_probe(probe, len, peer_cpu)?;
+    let timed = open.time(rounds);
+    let closed = open.close();
+    let samples = timed?;
+    closed?;
+    Ok(samples)
+}
+
+/// One round trip of a probe; the argument says when to stop waiting for the responder.
+type RoundTrip = Box<dyn FnMut(&dyn Fn() -> bool) -> Result<(), String> + Send>;
+
+/// A probe whose responder runs: timed in one go or in blocks, then closed.
+struct OpenProbe {
+    responder: std::thread::JoinHandle<Result<(), String>>,
+    /// One round trip; `give_up` says when to stop waiting for the responder.
+    one: RoundTrip,
+    /// Tells the responder to stop, once `one` (and the ends it holds) is dropped.
+    stop: Box<dyn FnOnce() + Send>,
+}
+
+impl OpenProbe {
+    /// Times `rounds` round trips (see [`time_round_trips`]).
+    fn time(&mut self, rounds: Rounds) -> ProbeResult {
+        let responder = &self.responder;
+        let give_up = || responder.is_finished() || Instant::now() > rounds.deadline;
+        let one = &mut self.one;
+        time_round_trips(rounds, || one(&give_up))
+    }
+
+    fn close(self) -> Result<(), String> {
+        drop(self.one);
+        (self.stop)();
+        joined(self.responder)
+    }
+}
+
+fn open_probe(probe: FloorProbe, len: usize, peer_cpu: usize) -> Result<OpenProbe, String> {
     match probe {
-        FloorProbe::Spin => handoff(len, peer_cpu, rounds, Wait::Spin),
-        FloorProbe::Futex => handoff(len, peer_cpu, rounds, Wait::Futex),
+        FloorProbe::Spin => handoff(len, peer_cpu, Wait::Spin),
+        FloorProbe::Futex => handoff(len, peer_cpu, Wait::Futex),
         FloorProbe::UnixStream => {
             let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(text)?;
             for s in [&ours, &theirs] {
@@ -152,7 +197,7 @@ fn run_probe(probe: FloorProbe, len: usize, rounds: Rounds, peer_cpu: usize) -> 
             }
             stream_ping_pong(
                 len,
-                (peer_cpu, rounds),
+                peer_cpu,
                 (ours.try_clone().map_err(text)?, ours),
                 theirs,
             )
@@ -169,12 +214,12 @@ fn run_probe(probe: FloorProbe, len: usize, rounds: Rounds, peer_cpu: usize) -> 
             }
             stream_ping_pong(
                 len,
-                (peer_cpu, rounds),
+                peer_cpu,
                 (ours.try_clone().map_err(text)?, ours),
                 theirs,
             )
         }
-        FloorProbe::Udp => udp_ping_pong(len, (peer_cpu, rounds)),
+        FloorProbe::Udp => udp_ping_pong(len, peer_cpu),
         FloorProbe::Pipe => {
             // Plain blocking pipes have no timeout. Both ends are threads of this process
             // that wait only for each other, and one that stops drops its ends (an end of
@@ -183,7 +228,7 @@ fn run_probe(probe: FloorProbe, len: usize, rounds: Rounds, peer_cpu: usize) -> 
             let (reply_read, reply_write) = std::io::pipe().map_err(text)?;
             stream_ping_pong(
                 len,
-                (peer_cpu, rounds),
+                peer_cpu,
                 (reply_read, request_write),
                 Duplex(request_read, reply_write),
             )
@@ -196,7 +241,7 @@ fn text(e: impl std::fmt::Display) -> String {
 }
 
 /// Times `one` round trip after round trip: the warm-up untimed (or as much as fits in
-/// [`WARMUP_BUDGET`]), then the timed ones (or as many as fit in [`TIME_BUDGET`], at least
+/// [`WARMUP_BUDGET`]), then the timed ones (or as many as fit in the budget, at least
 /// [`MIN_ROUND_TRIPS`]), each timed by its own two clock reads as a cell's.
 fn time_round_trips(rounds: Rounds, mut one: impl FnMut() -> Result<(), String>) -> ProbeResult {
     let deadline = rounds.deadline;
@@ -211,7 +256,7 @@ fn time_round_trips(rounds: Rounds, mut one: impl FnMut() -> Result<(), String>)
             break;
         }
     }
-    let budget_ends = Instant::now() + TIME_BUDGET;
+    let budget_ends = Instant::now() + rounds.budget;
     let mut samples = Vec::with_capacity(rounds.timed as usize);
     while (samples.len() as u64) < rounds.timed {
         let started = Instant::now();
@@ -265,18 +310,19 @@ impl<R, W: Write> Write for Duplex<R, W> {
 
 /// Ping-pong of `len` bytes over a byte stream: write it all, read it all back; the
 /// responder reads it all, then writes it back. No framing: both sides know the length.
+/// Closing drops our ends: the responder reads the end of the stream and stops.
 fn stream_ping_pong<R, W, S>(
     len: usize,
-    (peer_cpu, rounds): (usize, Rounds),
+    peer_cpu: usize,
     (mut rx, mut tx): (R, W),
     mut theirs: S,
-) -> ProbeResult
+) -> Result<OpenProbe, String>
 where
-    R: Read,
-    W: Write,
+    R: Read + Send + 'static,
+    W: Write + Send + 'static,
     S: Read + Write + Send + 'static,
 {
-    let peer = responder(peer_cpu, move || {
+    let responder = responder(peer_cpu, move || {
         let mut buf = vec![0u8; len];
         loop {
             match theirs.read_exact(&mut buf) {
@@ -292,17 +338,19 @@ where
     });
     let request = vec![0x5au8; len];
     let mut reply = vec![0u8; len];
-    let timed = time_round_trips(rounds, || {
-        tx.write_all(&request).map_err(|e| format!("write: {e}"))?;
-        rx.read_exact(&mut reply).map_err(|e| format!("read: {e}"))
-    });
-    drop(tx);
-    drop(rx);
-    joined(peer)?;
-    timed
+    Ok(OpenProbe {
+        responder,
+        one: Box::new(move |_| {
+            tx.write_all(&request).map_err(|e| format!("write: {e}"))?;
+            rx.read_exact(&mut reply).map_err(|e| format!("read: {e}"))
+        }),
+        stop: Box::new(|| {}),
+    })
 }
 
-fn udp_ping_pong(len: usize, (peer_cpu, rounds): (usize, Rounds)) -> ProbeResult {
+/// Ping-pong of one datagram each way; closing sends the empty datagram that says
+/// goodbye.
+fn udp_ping_pong(len: usize, peer_cpu: usize) -> Result<OpenProbe, String> {
     let ours = std::net::UdpSocket::bind("127.0.0.1:0").map_err(text)?;
     let theirs = std::net::UdpSocket::bind("127.0.0.1:0").map_err(text)?;
     ours.connect(theirs.local_addr().map_err(text)?)
@@ -313,7 +361,7 @@ fn udp_ping_pong(len: usize, (peer_cpu, rounds): (usize, Rounds)) -> ProbeResult
     for s in [&ours, &theirs] {
         s.set_read_timeout(Some(CALL_TIMEOUT)).map_err(text)?;
     }
-    let peer = responder(peer_cpu, move || {
+    let responder = responder(peer_cpu, move || {
         let mut buf = vec![0u8; len.max(1)];
         loop {
             let got = theirs
@@ -328,19 +376,23 @@ fn udp_ping_pong(len: usize, (peer_cpu, rounds): (usize, Rounds)) -> ProbeResult
                 .map_err(|e| format!("responder send: {e}"))?;
         }
     });
+    let goodbye = ours.try_clone().map_err(text)?;
     let request = vec![0x5au8; len.max(1)];
     let mut reply = vec![0u8; len.max(1)];
-    let timed = time_round_trips(rounds, || {
-        ours.send(&request).map_err(|e| format!("send: {e}"))?;
-        let got = ours.recv(&mut reply).map_err(|e| format!("recv: {e}"))?;
-        match got == request.len() {
-            true => Ok(()),
-            false => Err(format!("a reply of {got} bytes to {}", request.len())),
-        }
-    });
-    let _ = ours.send(&[]);
-    joined(peer)?;
-    timed
+    Ok(OpenProbe {
+        responder,
+        one: Box::new(move |_| {
+            ours.send(&request).map_err(|e| format!("send: {e}"))?;
+            let got = ours.recv(&mut reply).map_err(|e| format!("recv: {e}"))?;
+            match got == request.len() {
+                true => Ok(()),
+                false => Err(format!("a reply of {got} bytes to {}", request.len())),
+            }
+        }),
+        stop: Box::new(move || {
+            let _ = goodbye.send(&[]);
+        }),
+    })
 }
 
 /// How the waiting side of a shared-memory handoff waits.
@@ -507,11 +559,11 @@ impl Direction {
 /// Ping-pong through shared buffers: the payload copied in and out each way, as a
 /// shared-memory transport must, each chunk published on a cache line of its own, a long
 /// payload streamed through a ring of chunks.
-fn handoff(len: usize, peer_cpu: usize, rounds: Rounds, wait: Wait) -> ProbeResult {
+fn handoff(len: usize, peer_cpu: usize, wait: Wait) -> Result<OpenProbe, String> {
     let request_way = Arc::new(Direction::new(len));
     let reply_way = Arc::new(Direction::new(len));
     let stop = Arc::new(AtomicBool::new(false));
-    let peer = {
+    let responder = {
         let (request_way, reply_way, stop) = (request_way.clone(), reply_way.clone(), stop.clone());
         responder(peer_cpu, move || {
             let mut buf = vec![0u8; len];
@@ -531,17 +583,20 @@ fn handoff(len: usize, peer_cpu: usize, rounds: Rounds, wait: Wait) -> ProbeResu
     let request = vec![0x5au8; len];
     let mut reply = vec![0u8; len];
     let (mut to, mut from) = (Cursor::default(), Cursor::default());
-    let give_up = || peer.is_finished() || Instant::now() > rounds.deadline;
-    let timed = time_round_trips(rounds, || {
-        request_way.put(&request, &mut to, wait, &give_up)?;
-        reply_way.take(&mut reply, &mut from, wait, &give_up)
-    });
-    stop.store(true, Ordering::Relaxed);
-    for line in [&request_way.published, &reply_way.taken] {
-        futex_wake(&line.count);
-    }
-    joined(peer)?;
-    timed
+    let (requests, replies) = (request_way.clone(), reply_way.clone());
+    Ok(OpenProbe {
+        responder,
+        one: Box::new(move |give_up| {
+            requests.put(&request, &mut to, wait, give_up)?;
+            replies.take(&mut reply, &mut from, wait, give_up)
+        }),
+        stop: Box::new(move || {
+            stop.store(true, Ordering::Relaxed);
+            for line in [&request_way.published, &reply_way.taken] {
+                futex_wake(&line.count);
+            }
+        }),
+    })
 }
 
 /// One floor of a selection of cells, and the cells it stands for.
