@@ -125,7 +125,7 @@ enum Command {
     },
     /// Measure the machine's floor of each selected cell (the simplest exchange of its
     /// payload between its two CPUs that its transport could do) and print them; `run`
-    /// measures each cell's floor just before the cell.
+    /// times each cell's floor in blocks between the cell's own round trips.
     Probe {
         #[command(flatten)]
         selection: Selection,

@@ -229,7 +229,7 @@ pub fn instruction_columns(cell: &ipc_matrix_baseline::CellVerdict) -> (String, 
 }
 
 /// What a floor is, in two sentences, for every report that shows ratios to floors.
-pub const FLOORS_EXPLAINED: &str = "A floor is the simplest exchange of a cell's payload between the cell's two CPUs that its transport could possibly do (for shared memory, two threads handing the payload over through shared buffers, spinning or asleep on a futex, a long payload streamed in 1 MiB chunks; for sockets and pipes, one write and one read each way), measured just before the cell on the same CPUs with the same payload and as many round trips. A cell's ratio is its median round trip over its floor's: 1.00x is what the machine allows, and everything above it is the transport, its framing and the harness.";
+pub const FLOORS_EXPLAINED: &str = "A floor is the simplest exchange of a cell's payload between the cell's two CPUs that its transport could possibly do (for shared memory, two threads handing the payload over through shared buffers, spinning or asleep on a futex, a long payload streamed in 1 MiB chunks; for sockets and pipes, one write and one read each way), timed on the same CPUs with the same payload and as many round trips, in ten blocks between blocks of the cell's own (just before the cell for a busy-polling peer, which spins on its CPU between requests). A cell's ratio is its median round trip over its floor's: 1.00x is what the machine allows, and everything above it is the transport, its framing and the harness.";
 
 /// The cells of a report that have a floor, with it.
 pub(crate) fn floor_rows(report: &LegReport) -> Vec<(&CellResult, Floor)> {
@@ -250,7 +250,12 @@ pub(crate) fn below_floor(result: &CellResult, floor: &Floor) -> Option<String> 
         _ => "the machine probe was not taken".to_string(),
     };
     Some(format!(
-        "{} ran at {ratio:.2}x its {} floor, faster than the exchange its probe times. The floor is measured just before the cell, by two threads of one process: the machine may have changed in between ({probes}), or the probe's path through the kernel differs from the transport's (a blocking wake that finds the other CPU still polling is faster than one that must interrupt it).",
-        result.cell.id, floor.probe
+        "{} ran at {ratio:.2}x its {} floor, faster than the exchange its probe times. The floor is timed by two threads of one process, {when}: the machine may have changed in between ({probes}), or the probe's path through the kernel differs from the transport's (a blocking wake that finds the other CPU still polling is faster than one that must interrupt it).",
+        result.cell.id,
+        floor.probe,
+        when = match floor.blocks {
+            1 => "just before the cell".to_string(),
+            n => format!("in {n} blocks between the cell's own round trips"),
+        }
     ))
 }

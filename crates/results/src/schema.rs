@@ -319,6 +319,15 @@ pub struct Floor {
     pub round_trips: u64,
     /// The cell's median round trip over `p50_ns`; absent when the cell measured nothing.
     pub ratio: Option<f64>,
+    /// Blocks the probe's round trips were timed in, each just before a block of the
+    /// cell's own; 1 when all were timed just before the cell (results written before
+    /// floors were interleaved read as 1).
+    #[serde(default = "one_block")]
+    pub blocks: u64,
+}
+
+fn one_block() -> u64 {
+    1
 }
 
 /// A ratio to the floor under this is a cell faster than what its probe says the machine

@@ -5,6 +5,7 @@ use crate::counting::{Counting, PeerCounting};
 use crate::external::{self, ExternalPeerConfig};
 use crate::failure::setup_failure;
 use crate::fault::Fault;
+use crate::floor::InterleavedFloor;
 use crate::measure::Recorder;
 use crate::peer::{PeerConfig, PeerDelay};
 use crate::second_host::SecondHost;
@@ -174,6 +175,9 @@ pub(crate) struct Tally {
     pub(crate) operations_counted: Option<u64>,
     /// Where the request/reply loop stores the round trips done ([`RunOptions::progress`]).
     pub(crate) progress: Option<Arc<AtomicU64>>,
+    /// The cell's floor, timed in blocks between its measured round trips by the
+    /// request/reply loop.
+    pub(crate) floor: Option<InterleavedFloor>,
 }
 
 impl Tally {

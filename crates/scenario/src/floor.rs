@@ -9,10 +9,12 @@
 //! (each CPU runs one task and otherwise idles), without a peer to start. Each probe
 //! gives up at [`PROBE_DEADLINE`]; its other side then stops too.
 //!
-//! A cell's floor is measured just before the cell, as the machine probe is: the host
-//! moves and slows the vCPUs over a run (a cache line's round trip between them went from
-//! 63 to 325 ns and back within minutes here), and a floor measured at the start of a run
-//! then stood for cells that ran on another machine, as far as timing goes.
+//! A cell's floor is measured with the cell: the host moves and slows the vCPUs over a run
+//! (a cache line's round trip between them went from 63 to 325 ns and back within minutes
+//! here), and a floor measured at the start of a run then stood for cells that ran on
+//! another machine, as far as timing goes. The runner times it in blocks between the
+//! cell's own round trips ([`InterleavedFloor`]), or just before the cell when its peer
+//! busy-polls; `ipc-matrix probe` times it alone ([`floor_for`]).
 
 use ipc_matrix_results::{Floor, FloorProbe, Placement};
 use ipc_matrix_spec::{Cell, ChannelKind, ScenarioKind, WakeMode};
@@ -101,7 +103,120 @@ pub fn floor_for(cell: &Cell, placement: Placement) -> Option<Floor> {
         p50_ns,
         round_trips,
         ratio: None,
+        blocks: 1,
     })
+}
+
+/// Blocks a cell's floor is timed in, one before each tenth of the cell's own measured
+/// round trips.
+const BLOCKS: u64 = 10;
+
+/// How a cell's floor is measured.
+pub(crate) enum CellFloor {
+    /// Just before the cell, all at once: a busy-polling peer spins on its CPU between
+    /// requests, so no probe can run on that CPU while the cell's peer lives.
+    Before(Floor),
+    /// In blocks between the cell's own round trips (see [`InterleavedFloor`]).
+    Interleaved(InterleavedFloor),
+}
+
+/// The floor of `cell` on `placement` as the cell runner measures it: interleaved with
+/// the cell where its peer sleeps while it waits, otherwise just before it. `None` as
+/// for [`floor_for`].
+pub(crate) fn cell_floor(cell: &Cell, placement: Placement) -> Option<CellFloor> {
+    if probe_for(cell)? == FloorProbe::Spin {
+        return floor_for(cell, placement).map(CellFloor::Before);
+    }
+    InterleavedFloor::open(cell, placement).map(CellFloor::Interleaved)
+}
+
+/// A floor timed in blocks, each just before a block of the cell's own measured round
+/// trips, with one responder that lives as long as the cell's peer. Two consecutive
+/// 1,000-round-trip medians of the same TCP ping-pong differed by up to 30 % on a busy
+/// 2-vCPU VM, so a floor timed once before the cell gave ratios from 0.84x to 1.6x for
+/// the same cell in consecutive runs; alternating the two lets whatever the machine does
+/// meanwhile fall on both alike.
+pub(crate) struct InterleavedFloor {
+    open: Option<OpenProbe>,
+    probe: FloorProbe,
+    payload_bytes: u64,
+    /// The warm-up, run before the first block only.
+    warmup: u64,
+    /// Round trips to time over all blocks, shared out evenly.
+    timed: u64,
+    /// The cell's measured round trips between two blocks.
+    every: u64,
+    planned: u64,
+    samples: Vec<u64>,
+    blocks: u64,
+}
+
+impl InterleavedFloor {
+    fn open(cell: &Cell, placement: Placement) -> Option<Self> {
+        if emulated() || !fits_in_memory(cell) {
+            return None;
+        }
+        placement.measurer_cpu?;
+        let probe = probe_for(cell)?;
+        let len = usize::try_from(cell.payload_bytes).ok()?;
+        let open = open_probe(probe, len, placement.peer_cpu?).ok()?;
+        let rounds = Rounds::of((cell.warmup, cell.iterations));
+        let every = cell.iterations.div_ceil(BLOCKS).max(1);
+        Some(Self {
+            open: Some(open),
+            probe,
+            payload_bytes: cell.payload_bytes,
+            warmup: rounds.warmup,
+            timed: rounds.timed,
+            every,
+            planned: cell.iterations.div_ceil(every).max(1),
+            samples: Vec::with_capacity(rounds.timed as usize),
+            blocks: 0,
+        })
+    }
+
+    /// Runs a block of the floor when one is due before the cell's measured round trip
+    /// `measured` (counted from 0). A block that fails ends the floor: none is reported.
+    pub(crate) fn before_round_trip(&mut self, measured: u64) {
+        if !measured.is_multiple_of(self.every) || self.blocks >= self.planned {
+            return;
+        }
+        let Some(open) = self.open.as_mut() else {
+            return;
+        };
+        let left = self.timed.saturating_sub(self.samples.len() as u64);
+        let rounds = Rounds {
+            warmup: if self.blocks == 0 { self.warmup } else { 0 },
+            timed: left.div_ceil(self.planned - self.blocks).max(1),
+            deadline: Instant::now() + PROBE_DEADLINE,
+            budget: TIME_BUDGET / BLOCKS as u32,
+        };
+        match open.time(rounds) {
+            Ok(samples) => {
+                self.samples.extend(samples);
+                self.blocks += 1;
+            }
+            Err(_) => {
+                let _ = self.open.take().map(OpenProbe::close);
+                self.samples.clear();
+            }
+        }
+    }
+
+    /// Stops the responder; the floor, if every block ran.
+    pub(crate) fn finish(mut self) -> Option<Floor> {
+        let closed = self.open.take()?.close();
+        closed.ok()?;
+        let (p50_ns, round_trips) = median(self.samples)?;
+        Some(Floor {
+            probe: self.probe,
+            payload_bytes: self.payload_bytes,
+            p50_ns,
+            round_trips,
+            ratio: None,
+            blocks: self.blocks,
+        })
+    }
 }
 
 /// Median and count of the probe's round trips.
@@ -719,6 +834,60 @@ scenarios:
         }
     }
 
+    /// A floor interleaved with its cell times all of the cell's round trips, shared out
+    /// over blocks at even spacing (ten at most; fewer when the cell has fewer round
+    /// trips than ten times the spacing), and only when a block is due; a busy-polling
+    /// cell's floor is timed before it.
+    #[test]
+    fn an_interleaved_floor_times_the_cells_round_trips_in_blocks() {
+        let placement = crate::placement::choose();
+        if placement.peer_cpu.is_none() || emulated() {
+            eprintln!("skipped: no two CPUs to pin the probes to, or emulated");
+            return;
+        }
+        let _pinned = crate::placement::PinnedThread::pin(placement.measurer_cpu).unwrap();
+        let cells = cells();
+        let by_id = |id: &str| cells.iter().find(|c| c.id == id).unwrap().clone();
+        let shm_busy = by_id("echo::shm-busy::200B");
+        assert!(matches!(
+            cell_floor(&shm_busy, placement),
+            Some(CellFloor::Before(Floor { blocks: 1, .. }))
+        ));
+        for (id, iterations, blocks) in [
+            ("echo::tcp::200B", 10, 10),
+            ("echo::udp::200B", 25, 9),
+            ("echo::shm-blocking::200B", 100, 10),
+            ("echo::pipe::200B", 3, 3),
+        ] {
+            let mut cell = by_id(id);
+            cell.iterations = iterations;
+            let Some(CellFloor::Interleaved(mut floor)) = cell_floor(&cell, placement) else {
+                panic!("{id}: not interleaved");
+            };
+            let mut timed_before = Vec::new();
+            for measured in 0..iterations {
+                floor.before_round_trip(measured);
+                timed_before.push(floor.samples.len() as u64);
+            }
+            let floor = floor.finish().expect("measured");
+            assert_eq!(
+                (floor.blocks, floor.round_trips),
+                (blocks, iterations),
+                "{id}"
+            );
+            // Blocks ran only before every `every`-th round trip of the cell.
+            let every = iterations.div_ceil(BLOCKS);
+            for (measured, pair) in timed_before.windows(2).enumerate() {
+                let due = (measured as u64 + 1).is_multiple_of(every);
+                assert_eq!(
+                    pair[1] > pair[0],
+                    due,
+                    "{id}: after {measured}: {timed_before:?}"
+                );
+            }
+        }
+    }
+
     /// A floor is measured for its cell: its probe, payload and round trips.
     #[test]
     fn a_floor_is_measured_with_its_cells_payload_and_round_trips() {
@@ -744,5 +913,6 @@ scenarios:
         assert_eq!(floor.round_trips, shm.iterations);
         assert!(floor.p50_ns > 0);
         assert_eq!(floor.ratio, None);
+        assert_eq!(floor.blocks, 1);
     }
 }

@@ -126,6 +126,9 @@ pub(crate) fn measure(
     }
     for index in 0..total {
         let measured = index >= cell.warmup;
+        if let (true, Some(floor)) = (measured, &mut tally.floor) {
+            floor.before_round_trip(index - cell.warmup);
+        }
         match &mut requests {
             Requests::Payload(payload) => payload.stamp(index),
             Requests::Frames(work) => work.prepare(index),

@@ -5,7 +5,7 @@
 use crate::context::{RunOptions, Tally};
 use crate::counting::Counting;
 use crate::failure::setup_failure;
-use crate::floor::floor_for;
+use crate::floor::{cell_floor, CellFloor, InterleavedFloor};
 use crate::kinds::{self, Harness};
 use crate::placement::{self, PinnedThread};
 use crate::pressure::PressureMeter;
@@ -38,11 +38,21 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     }
     let probe = || pinned.is_ok().then(|| core_to_core_ns(placement)).flatten();
     let probe_before = probe();
-    // The machine's floor of this cell, measured now, as the probe is.
-    let floor = pinned.is_ok().then(|| floor_for(cell, placement)).flatten();
+    // The machine's floor of this cell: measured now, as the probe is, or in blocks
+    // between the cell's own round trips.
+    let (floor_before, interleaved_floor) = match pinned
+        .is_ok()
+        .then(|| cell_floor(cell, placement))
+        .flatten()
+    {
+        Some(CellFloor::Before(floor)) => (Some(floor), None),
+        Some(CellFloor::Interleaved(floor)) => (None, Some(floor)),
+        None => (None, None),
+    };
     let mut tally = Tally {
         counting: harness.counted.then(Counting::for_cell).flatten(),
         progress: options.progress.clone(),
+        floor: interleaved_floor,
         ..Tally::default()
     };
     let pressure = PressureMeter::start();
@@ -74,6 +84,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
             .err(),
     };
     drop(link);
+    let floor = floor_before.or_else(|| tally.floor.take().and_then(InterleavedFloor::finish));
     let cpu_pressure = pressure.share();
     // Per round trip; per frame or request of each process (fan, udp-load); per line
     // for a logging cell, which has no peer.
