@@ -13,9 +13,10 @@
 //! (a cache line's round trip between them went from 63 to 325 ns and back within minutes
 //! here), and a floor measured at the start of a run then stood for cells that ran on
 //! another machine, as far as timing goes. The runner times it in blocks between the
-//! cell's own round trips ([`InterleavedFloor`]), or just before the cell when its peer
-//! busy-polls; `ipc-matrix probe` times it alone ([`floor_for`]).
+//! cell's own round trips ([`InterleavedFloor`]); `ipc-matrix probe` times it alone
+//! ([`floor_for`]).
 
+use crate::spawn::PausedPeer;
 use ipc_matrix_results::{Floor, FloorProbe, Placement};
 use ipc_matrix_spec::{Cell, ChannelKind, ScenarioKind, WakeMode};
 use ipc_matrix_transport::{futex_wait, futex_wake, set_thread_cpus};
@@ -111,23 +112,10 @@ pub fn floor_for(cell: &Cell, placement: Placement) -> Option<Floor> {
 /// round trips.
 const BLOCKS: u64 = 10;
 
-/// How a cell's floor is measured.
-pub(crate) enum CellFloor {
-    /// Just before the cell, all at once: a busy-polling peer spins on its CPU between
-    /// requests, so no probe can run on that CPU while the cell's peer lives.
-    Before(Floor),
-    /// In blocks between the cell's own round trips (see [`InterleavedFloor`]).
-    Interleaved(InterleavedFloor),
-}
-
-/// The floor of `cell` on `placement` as the cell runner measures it: interleaved with
-/// the cell where its peer sleeps while it waits, otherwise just before it. `None` as
-/// for [`floor_for`].
-pub(crate) fn cell_floor(cell: &Cell, placement: Placement) -> Option<CellFloor> {
-    if probe_for(cell)? == FloorProbe::Spin {
-        return floor_for(cell, placement).map(CellFloor::Before);
-    }
-    InterleavedFloor::open(cell, placement).map(CellFloor::Interleaved)
+/// The floor of `cell` on `placement` as the cell runner measures it: in blocks between
+/// the cell's own round trips (see [`InterleavedFloor`]). `None` as for [`floor_for`].
+pub(crate) fn cell_floor(cell: &Cell, placement: Placement) -> Option<InterleavedFloor> {
+    InterleavedFloor::open(cell, placement)
 }
 
 /// A floor timed in blocks, each just before a block of the cell's own measured round
@@ -136,8 +124,18 @@ pub(crate) fn cell_floor(cell: &Cell, placement: Placement) -> Option<CellFloor>
 /// 2-vCPU VM, so a floor timed once before the cell gave ratios from 0.84x to 1.6x for
 /// the same cell in consecutive runs; alternating the two lets whatever the machine does
 /// meanwhile fall on both alike.
+///
+/// A busy-polling peer spins on its CPU between requests, and so would the spin probe's
+/// responder between blocks: for those cells the peer is stopped (SIGSTOP) while a block
+/// runs, and each block has a responder of its own that ends with the block.
 pub(crate) struct InterleavedFloor {
     open: Option<OpenProbe>,
+    /// Each block opens and closes its own probe, the peer stopped meanwhile.
+    spins: bool,
+    /// A block failed: no floor is reported.
+    failed: bool,
+    len: usize,
+    peer_cpu: usize,
     probe: FloorProbe,
     payload_bytes: u64,
     /// The warm-up, run before the first block only.
@@ -159,11 +157,20 @@ impl InterleavedFloor {
         placement.measurer_cpu?;
         let probe = probe_for(cell)?;
         let len = usize::try_from(cell.payload_bytes).ok()?;
-        let open = open_probe(probe, len, placement.peer_cpu?).ok()?;
+        let peer_cpu = placement.peer_cpu?;
+        let spins = probe == FloorProbe::Spin;
+        let open = match spins {
+            true => None,
+            false => Some(open_probe(probe, len, peer_cpu).ok()?),
+        };
         let rounds = Rounds::of((cell.warmup, cell.iterations));
         let every = cell.iterations.div_ceil(BLOCKS).max(1);
         Some(Self {
-            open: Some(open),
+            open,
+            spins,
+            failed: false,
+            len,
+            peer_cpu,
             probe,
             payload_bytes: cell.payload_bytes,
             warmup: rounds.warmup,
@@ -176,37 +183,64 @@ impl InterleavedFloor {
     }
 
     /// Runs a block of the floor when one is due before the cell's measured round trip
-    /// `measured` (counted from 0). A block that fails ends the floor: none is reported.
-    pub(crate) fn before_round_trip(&mut self, measured: u64) {
-        if !measured.is_multiple_of(self.every) || self.blocks >= self.planned {
+    /// `measured` (counted from 0), with the cell's `peer` stopped if it busy-polls. A
+    /// block that fails ends the floor: none is reported.
+    pub(crate) fn before_round_trip(
+        &mut self,
+        measured: u64,
+        pause_peer: impl FnOnce() -> Option<PausedPeer>,
+    ) {
+        if self.failed || !measured.is_multiple_of(self.every) || self.blocks >= self.planned {
             return;
         }
-        let Some(open) = self.open.as_mut() else {
-            return;
-        };
         let left = self.timed.saturating_sub(self.samples.len() as u64);
         let rounds = Rounds {
-            warmup: if self.blocks == 0 { self.warmup } else { 0 },
+            warmup: if self.blocks == 0 || self.spins {
+                self.warmup
+            } else {
+                0
+            },
             timed: left.div_ceil(self.planned - self.blocks).max(1),
             deadline: Instant::now() + PROBE_DEADLINE,
             budget: TIME_BUDGET / BLOCKS as u32,
         };
-        match open.time(rounds) {
+        let timed = match self.spins {
+            true => self.spinning_block(rounds, pause_peer),
+            false => match self.open.as_mut() {
+                Some(open) => open.time(rounds),
+                None => Err("the probe is not open".into()),
+            },
+        };
+        match timed {
             Ok(samples) => {
                 self.samples.extend(samples);
                 self.blocks += 1;
             }
             Err(_) => {
+                self.failed = true;
                 let _ = self.open.take().map(OpenProbe::close);
-                self.samples.clear();
             }
         }
     }
 
+    /// A block of the spin probe on a responder of its own, the cell's peer stopped.
+    fn spinning_block(
+        &mut self,
+        rounds: Rounds,
+        pause_peer: impl FnOnce() -> Option<PausedPeer>,
+    ) -> ProbeResult {
+        let _paused = pause_peer().ok_or("the peer could not be stopped for the floor")?;
+        run_probe(self.probe, self.len, rounds, self.peer_cpu)
+    }
+
     /// Stops the responder; the floor, if every block ran.
     pub(crate) fn finish(mut self) -> Option<Floor> {
-        let closed = self.open.take()?.close();
-        closed.ok()?;
+        if let Some(open) = self.open.take() {
+            open.close().ok()?;
+        }
+        if self.failed {
+            return None;
+        }
         let (p50_ns, round_trips) = median(self.samples)?;
         Some(Floor {
             probe: self.probe,
@@ -836,8 +870,8 @@ scenarios:
 
     /// A floor interleaved with its cell times all of the cell's round trips, shared out
     /// over blocks at even spacing (ten at most; fewer when the cell has fewer round
-    /// trips than ten times the spacing), and only when a block is due; a busy-polling
-    /// cell's floor is timed before it.
+    /// trips than ten times the spacing), and only when a block is due; the peer of a
+    /// busy-polling cell is stopped while each block runs and continued after it.
     #[test]
     fn an_interleaved_floor_times_the_cells_round_trips_in_blocks() {
         let placement = crate::placement::choose();
@@ -848,25 +882,32 @@ scenarios:
         let _pinned = crate::placement::PinnedThread::pin(placement.measurer_cpu).unwrap();
         let cells = cells();
         let by_id = |id: &str| cells.iter().find(|c| c.id == id).unwrap().clone();
-        let shm_busy = by_id("echo::shm-busy::200B");
-        assert!(matches!(
-            cell_floor(&shm_busy, placement),
-            Some(CellFloor::Before(Floor { blocks: 1, .. }))
-        ));
+        // A stand-in for a busy-polling peer: a process in a group of its own.
+        let mut peer = std::process::Command::new("sleep");
+        std::os::unix::process::CommandExt::process_group(&mut peer, 0);
+        let mut peer = peer.arg("30").spawn().unwrap();
+        let pid = peer.id();
         for (id, iterations, blocks) in [
             ("echo::tcp::200B", 10, 10),
             ("echo::udp::200B", 25, 9),
             ("echo::shm-blocking::200B", 100, 10),
             ("echo::pipe::200B", 3, 3),
+            ("echo::shm-busy::200B", 20, 10),
         ] {
             let mut cell = by_id(id);
             cell.iterations = iterations;
-            let Some(CellFloor::Interleaved(mut floor)) = cell_floor(&cell, placement) else {
-                panic!("{id}: not interleaved");
-            };
+            let mut floor = cell_floor(&cell, placement).expect(id);
+            let spins = floor.probe == FloorProbe::Spin;
             let mut timed_before = Vec::new();
+            let mut pauses = 0;
             for measured in 0..iterations {
-                floor.before_round_trip(measured);
+                floor.before_round_trip(measured, || {
+                    pauses += 1;
+                    let paused = crate::spawn::pause_group(pid);
+                    assert!(crate::spawn::stopped(pid as i32), "{id}: not stopped");
+                    paused
+                });
+                assert!(!crate::spawn::stopped(pid as i32), "{id}: still stopped");
                 timed_before.push(floor.samples.len() as u64);
             }
             let floor = floor.finish().expect("measured");
@@ -875,6 +916,7 @@ scenarios:
                 (blocks, iterations),
                 "{id}"
             );
+            assert_eq!(pauses, if spins { blocks } else { 0 }, "{id}");
             // Blocks ran only before every `every`-th round trip of the cell.
             let every = iterations.div_ceil(BLOCKS);
             for (measured, pair) in timed_before.windows(2).enumerate() {
@@ -886,6 +928,8 @@ scenarios:
                 );
             }
         }
+        let _ = peer.kill();
+        let _ = peer.wait();
     }
 
     /// A floor is measured for its cell: its probe, payload and round trips.

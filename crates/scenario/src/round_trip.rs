@@ -127,7 +127,8 @@ pub(crate) fn measure(
     for index in 0..total {
         let measured = index >= cell.warmup;
         if let (true, Some(floor)) = (measured, &mut tally.floor) {
-            floor.before_round_trip(index - cell.warmup);
+            let peer = endpoint.peer();
+            floor.before_round_trip(index - cell.warmup, || peer.pause());
         }
         match &mut requests {
             Requests::Payload(payload) => payload.stamp(index),

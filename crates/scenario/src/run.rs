@@ -5,7 +5,7 @@
 use crate::context::{RunOptions, Tally};
 use crate::counting::Counting;
 use crate::failure::setup_failure;
-use crate::floor::{cell_floor, CellFloor, InterleavedFloor};
+use crate::floor::{cell_floor, InterleavedFloor};
 use crate::kinds::{self, Harness};
 use crate::placement::{self, PinnedThread};
 use crate::pressure::PressureMeter;
@@ -38,17 +38,12 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     }
     let probe = || pinned.is_ok().then(|| core_to_core_ns(placement)).flatten();
     let probe_before = probe();
-    // The machine's floor of this cell: measured now, as the probe is, or in blocks
-    // between the cell's own round trips.
-    let (floor_before, interleaved_floor) = match pinned
+    // The machine's floor of this cell, timed in blocks between the cell's own round
+    // trips.
+    let interleaved_floor = pinned
         .is_ok()
         .then(|| cell_floor(cell, placement))
-        .flatten()
-    {
-        Some(CellFloor::Before(floor)) => (Some(floor), None),
-        Some(CellFloor::Interleaved(floor)) => (None, Some(floor)),
-        None => (None, None),
-    };
+        .flatten();
     let mut tally = Tally {
         counting: harness.counted.then(Counting::for_cell).flatten(),
         progress: options.progress.clone(),
@@ -84,7 +79,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
             .err(),
     };
     drop(link);
-    let floor = floor_before.or_else(|| tally.floor.take().and_then(InterleavedFloor::finish));
+    let floor = tally.floor.take().and_then(InterleavedFloor::finish);
     let cpu_pressure = pressure.share();
     // Per round trip; per frame or request of each process (fan, udp-load); per line
     // for a logging cell, which has no peer.

@@ -249,6 +249,59 @@ impl PeerProcess {
     }
 }
 
+impl PeerProcess {
+    /// Stops the peer's process group (SIGSTOP) until the returned guard is dropped
+    /// (SIGCONT), once the peer is seen stopped: so that a floor can be timed on the CPU
+    /// that a busy-polling peer would otherwise spin on. `None` when it could not be
+    /// stopped within [`PAUSE_WITHIN`] (it is continued again then).
+    pub(crate) fn pause(&self) -> Option<PausedPeer> {
+        pause_group(self.child.id())
+    }
+}
+
+/// Stops process group `leader` (whose leader is that process) until the guard is
+/// dropped; see [`PeerProcess::pause`].
+pub(crate) fn pause_group(leader: u32) -> Option<PausedPeer> {
+    let pid = leader as libc::pid_t;
+    // SAFETY: kill on integers; the group is the peer's own (see `PeerProcess::stop`).
+    if unsafe { libc::kill(-pid, libc::SIGSTOP) } != 0 {
+        return None;
+    }
+    let paused = PausedPeer { group: pid };
+    let until = Instant::now() + PAUSE_WITHIN;
+    while Instant::now() < until {
+        if stopped(pid) {
+            return Some(paused);
+        }
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    None
+}
+
+/// How long a peer is given to stop when paused.
+const PAUSE_WITHIN: Duration = Duration::from_secs(1);
+
+/// A peer's process group stopped by [`PeerProcess::pause`]; continued when dropped.
+pub(crate) struct PausedPeer {
+    group: libc::pid_t,
+}
+
+impl Drop for PausedPeer {
+    fn drop(&mut self) {
+        // SAFETY: kill on integers.
+        unsafe { libc::kill(-self.group, libc::SIGCONT) };
+    }
+}
+
+/// True when process `pid` is stopped by a signal (state `T` in /proc/<pid>/stat).
+pub(crate) fn stopped(pid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            == Some("T")
+    })
+}
+
 impl Drop for PeerProcess {
     fn drop(&mut self) {
         self.stop();
