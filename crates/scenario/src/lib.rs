@@ -11,14 +11,15 @@
 //!   its measuring side and its serving side. No kind imports another, or the list.
 //! - `round_trip`: the one measuring loop of the request/reply kinds (echo, bulk, codec,
 //!   rpc, req-rep), which implement its `Endpoint` trait (send, receive, goodbye).
-//! - `context`, `failure`, `spawn`: the run's options and tally, failures as the user reads
-//!   them (one transport-error mapping, one clean-exit check), the peer process (one
-//!   goodbye deadline).
+//! - `context`, `failure`: the run's options and tally, failures as the user reads them
+//!   (one transport-error mapping, one clean-exit check).
+//! - `floor`: the machine's floor of a cell, timed in blocks between the cell's own round
+//!   trips (a busy-polling peer stopped through `spawn` meanwhile).
+//! - `spawn`: the peer process (one goodbye deadline).
 //! - `second_host`: a `host: netns` cell's network namespace and veth link, made
 //!   around the cell by the runner, and the sweep of those a killed run left.
-//! - `peer`, `verify`, `payload`, `codec_work`, `measure`, `floor`, `probe`, `placement`,
-//!   `pressure`, `fault`: leaf pieces (`floor`: the machine's floor of a cell, measured
-//!   in the same run).
+//! - `peer`, `verify`, `payload`, `codec_work`, `measure`, `probe`, `placement`,
+//!   `pressure`, `fault`: leaf pieces.
 
 mod run;
 mod serve;
@@ -29,13 +30,15 @@ mod round_trip;
 
 mod context;
 mod failure;
+
+mod floor;
+
 mod spawn;
 
 mod codec_work;
 mod counting;
 mod external;
 mod fault;
-mod floor;
 mod measure;
 mod payload;
 mod peer;
