@@ -657,57 +657,137 @@ impl Direction {
         }
     }
 
-    /// Copies `message` in, chunk by chunk, publishing each.
-    fn put(
+    /// Copies `chunk` (at most [`CHUNK`] bytes) into the next slot once it is free, and
+    /// publishes it.
+    fn put_chunk(
         &self,
-        message: &[u8],
+        chunk: &[u8],
         cursor: &mut Cursor,
         wait: Wait,
         give_up: &dyn Fn() -> bool,
     ) -> Result<(), String> {
-        for chunk in message.chunks(CHUNK) {
-            let n = cursor.next;
-            if n.wrapping_sub(cursor.taken_seen) >= RING {
-                cursor.taken_seen =
-                    self.taken
-                        .wait_until(|taken| n.wrapping_sub(taken) < RING, wait, give_up)?;
-            }
-            let slot = self.slots[(n % RING) as usize].get();
-            // SAFETY: see `Sync`: the reader has taken this slot's last chunk and does not
-            // touch it until it sees this one published.
-            unsafe { (&mut *slot)[..chunk.len()].copy_from_slice(chunk) };
-            cursor.next = n.wrapping_add(1);
-            self.published.publish(cursor.next, wait);
+        let n = cursor.next;
+        if n.wrapping_sub(cursor.taken_seen) >= RING {
+            cursor.taken_seen =
+                self.taken
+                    .wait_until(|taken| n.wrapping_sub(taken) < RING, wait, give_up)?;
         }
+        let slot = self.slots[(n % RING) as usize].get();
+        // SAFETY: see `Sync`: the reader has taken this slot's last chunk and does not
+        // touch it until it sees this one published.
+        unsafe { (&mut *slot)[..chunk.len()].copy_from_slice(chunk) };
+        cursor.next = n.wrapping_add(1);
+        self.published.publish(cursor.next, wait);
         Ok(())
     }
 
-    /// Waits for the chunks of a message of `out.len()` bytes and copies them out.
-    fn take(
+    /// True when the next slot is free (the reader's count looked at again if need be).
+    fn has_room(&self, cursor: &mut Cursor) -> bool {
+        if cursor.next.wrapping_sub(cursor.taken_seen) < RING {
+            return true;
+        }
+        cursor.taken_seen = self.taken.count.load(Ordering::Acquire);
+        cursor.next.wrapping_sub(cursor.taken_seen) < RING
+    }
+
+    /// True when the next chunk to take is published.
+    fn is_ready(&self, cursor: &Cursor) -> bool {
+        self.published.count.load(Ordering::Acquire) != cursor.next
+    }
+
+    /// Waits for the next chunk and copies it out into `out` (its length).
+    fn take_chunk(
         &self,
         out: &mut [u8],
         cursor: &mut Cursor,
         wait: Wait,
         give_up: &dyn Fn() -> bool,
     ) -> Result<(), String> {
-        for chunk in out.chunks_mut(CHUNK) {
-            let n = cursor.next;
-            self.published
-                .wait_until(|published| published != n, wait, give_up)?;
-            let slot = self.slots[(n % RING) as usize].get();
-            // SAFETY: see `Sync`: the writer published this slot's chunk and does not
-            // touch it again until it sees it taken.
-            chunk.copy_from_slice(unsafe { &(&*slot)[..chunk.len()] });
-            cursor.next = n.wrapping_add(1);
-            self.taken.publish(cursor.next, wait);
-        }
+        let n = cursor.next;
+        self.published
+            .wait_until(|published| published != n, wait, give_up)?;
+        let slot = self.slots[(n % RING) as usize].get();
+        // SAFETY: see `Sync`: the writer published this slot's chunk and does not touch
+        // it again until it sees it taken.
+        out.copy_from_slice(unsafe { &(&*slot)[..out.len()] });
+        cursor.next = n.wrapping_add(1);
+        self.taken.publish(cursor.next, wait);
         Ok(())
     }
 }
 
-/// Ping-pong through shared buffers: the payload copied in and out each way, as a
-/// shared-memory transport must, each chunk published on a cache line of its own, a long
-/// payload streamed through a ring of chunks.
+/// The responder's side of a round trip of `len` bytes: each chunk copied straight from
+/// the request's slot into the reply's, as soon as it is there.
+fn echo_chunks(
+    (requests, replies): (&Direction, &Direction),
+    len: usize,
+    (from, to): (&mut Cursor, &mut Cursor),
+    wait: Wait,
+    give_up: &dyn Fn() -> bool,
+) -> Result<(), String> {
+    for start in (0..len).step_by(CHUNK) {
+        let chunk = (len - start).min(CHUNK);
+        let n = from.next;
+        requests
+            .published
+            .wait_until(|published| published != n, wait, give_up)?;
+        let m = to.next;
+        if m.wrapping_sub(to.taken_seen) >= RING {
+            to.taken_seen =
+                replies
+                    .taken
+                    .wait_until(|taken| m.wrapping_sub(taken) < RING, wait, give_up)?;
+        }
+        let (source, target) = (
+            requests.slots[(n % RING) as usize].get(),
+            replies.slots[(m % RING) as usize].get(),
+        );
+        // SAFETY: see `Sync`: the request's slot is published and not yet taken, the
+        // reply's is free and not yet published; they are two different buffers.
+        unsafe { (&mut *target)[..chunk].copy_from_slice(&(&*source)[..chunk]) };
+        to.next = m.wrapping_add(1);
+        replies.published.publish(to.next, wait);
+        from.next = n.wrapping_add(1);
+        requests.taken.publish(from.next, wait);
+    }
+    Ok(())
+}
+
+/// The measuring side's round trip: request chunks put while reply chunks are taken as
+/// they come back. Waiting for a reply chunk when nothing else can be done is safe
+/// because the responder echoes each chunk as it takes it.
+fn exchange_chunks(
+    (requests, replies): (&Direction, &Direction),
+    (request, reply): (&[u8], &mut [u8]),
+    (to, from): (&mut Cursor, &mut Cursor),
+    wait: Wait,
+    give_up: &dyn Fn() -> bool,
+) -> Result<(), String> {
+    let total = request.len().div_ceil(CHUNK);
+    let (mut sent, mut got) = (0, 0);
+    while got < total {
+        let take = got < sent && replies.is_ready(from);
+        if !take && sent < total && requests.has_room(to) {
+            let start = sent * CHUNK;
+            let end = (start + CHUNK).min(request.len());
+            requests.put_chunk(&request[start..end], to, wait, give_up)?;
+            sent += 1;
+            continue;
+        }
+        // A reply chunk is there, or is due: all chunks are sent, or the ring is full.
+        let start = got * CHUNK;
+        let end = (start + CHUNK).min(reply.len());
+        replies.take_chunk(&mut reply[start..end], from, wait, give_up)?;
+        got += 1;
+    }
+    Ok(())
+}
+
+/// Ping-pong through shared buffers, as a shared-memory transport must at the least: the
+/// payload copied into the request's buffers, straight from those into the reply's by the
+/// responder, and out of those; each chunk published on a cache line of its own, a long
+/// payload streamed through a ring of chunks, the reply's first chunks coming back while
+/// the request's last ones are still being written.
 fn handoff(len: usize, peer_cpu: usize, wait: Wait) -> Result<OpenProbe, String> {
     let request_way = Arc::new(Direction::new(len));
     let reply_way = Arc::new(Direction::new(len));
@@ -715,18 +795,13 @@ fn handoff(len: usize, peer_cpu: usize, wait: Wait) -> Result<OpenProbe, String>
     let responder = {
         let (request_way, reply_way, stop) = (request_way.clone(), reply_way.clone(), stop.clone());
         responder(peer_cpu, move || {
-            let mut buf = vec![0u8; len];
             let (mut from, mut to) = (Cursor::default(), Cursor::default());
             let stopped = || stop.load(Ordering::Relaxed);
-            loop {
-                if request_way
-                    .take(&mut buf, &mut from, wait, &stopped)
-                    .is_err()
-                    || reply_way.put(&buf, &mut to, wait, &stopped).is_err()
-                {
-                    return Ok(());
-                }
+            let ways = (&*request_way, &*reply_way);
+            while !stopped() && echo_chunks(ways, len, (&mut from, &mut to), wait, &stopped).is_ok()
+            {
             }
+            Ok(())
         })
     };
     let request = vec![0x5au8; len];
@@ -736,8 +811,13 @@ fn handoff(len: usize, peer_cpu: usize, wait: Wait) -> Result<OpenProbe, String>
     Ok(OpenProbe {
         responder,
         one: Box::new(move |give_up| {
-            requests.put(&request, &mut to, wait, give_up)?;
-            replies.take(&mut reply, &mut from, wait, give_up)
+            exchange_chunks(
+                (&requests, &replies),
+                (&request, &mut reply),
+                (&mut to, &mut from),
+                wait,
+                give_up,
+            )
         }),
         stop: Box::new(move || {
             stop.store(true, Ordering::Relaxed);
@@ -930,6 +1010,51 @@ scenarios:
         }
         let _ = peer.kill();
         let _ = peer.wait();
+    }
+
+    /// The shared-memory handoff echoes every byte, in order, for a payload of one chunk,
+    /// of one byte more, and of more chunks than its ring holds, spinning or asleep.
+    #[test]
+    fn the_handoff_echoes_every_byte_through_its_pipeline() {
+        for wait in [Wait::Spin, Wait::Futex] {
+            for len in [1, CHUNK, CHUNK + 1, (RING as usize + 1) * CHUNK + 7] {
+                let (requests, replies) =
+                    (Arc::new(Direction::new(len)), Arc::new(Direction::new(len)));
+                let deadline = Instant::now() + Duration::from_secs(20);
+                let give_up = move || Instant::now() > deadline;
+                let responder = {
+                    let (requests, replies) = (requests.clone(), replies.clone());
+                    std::thread::spawn(move || {
+                        let (mut from, mut to) = (Cursor::default(), Cursor::default());
+                        for _ in 0..2 {
+                            echo_chunks(
+                                (&requests, &replies),
+                                len,
+                                (&mut from, &mut to),
+                                wait,
+                                &give_up,
+                            )?;
+                        }
+                        Ok::<(), String>(())
+                    })
+                };
+                let (mut to, mut from) = (Cursor::default(), Cursor::default());
+                for round in 0..2u8 {
+                    let request: Vec<u8> = (0..len).map(|i| (i % 253) as u8 ^ round).collect();
+                    let mut reply = vec![0u8; len];
+                    exchange_chunks(
+                        (&requests, &replies),
+                        (&request, &mut reply),
+                        (&mut to, &mut from),
+                        wait,
+                        &give_up,
+                    )
+                    .unwrap();
+                    assert!(reply == request, "{len} bytes, round {round}");
+                }
+                responder.join().unwrap().unwrap();
+            }
+        }
     }
 
     /// A floor is measured for its cell: its probe, payload and round trips.
