@@ -81,6 +81,7 @@ impl RunOptions {
             kind: cell.kind(),
             role: serde_json::to_value(role).expect("a role is plain data"),
             count: None,
+            echoes_as_it_receives: false,
         }
     }
 

@@ -332,6 +332,7 @@ mod tests {
                 kind: cell.kind(),
                 role: serde_json::Value::Null,
                 count: None,
+                echoes_as_it_receives: false,
             };
             let sent =
                 serde_json::to_value(ExternalPeerConfig::of(&cell, &config).unwrap()).unwrap();

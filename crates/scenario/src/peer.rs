@@ -97,6 +97,13 @@ pub struct PeerConfig {
     /// Count the guest instructions of the measured replies (under QEMU's plugin).
     #[serde(default)]
     pub count: Option<PeerCounting>,
+    /// `echo` and `bulk` cells: echo every message as it is received
+    /// ([`Channel::echo`]), since the measuring side takes each reply with
+    /// [`Channel::exchange`], which over shared memory only a peer that echoes as it
+    /// receives answers. Set only where nothing needs the whole message first: no codec,
+    /// no fault, no delay or extra work.
+    #[serde(default)]
+    pub echoes_as_it_receives: bool,
 }
 
 impl PeerConfig {

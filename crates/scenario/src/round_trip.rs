@@ -59,6 +59,14 @@ pub(crate) trait Endpoint {
     /// Waits for the next reply until `deadline`.
     fn receive(&mut self, deadline: Instant) -> Result<Answer, Broken>;
 
+    /// One request and its reply, by `deadline`: [`Endpoint::send`], then
+    /// [`Endpoint::receive`], unless the endpoint's stack takes the reply while the
+    /// request still goes out.
+    fn exchange(&mut self, request: &[u8], deadline: Instant) -> Result<Answer, Broken> {
+        self.send(request, deadline)?;
+        self.receive(deadline)
+    }
+
     /// The reply last received. Read after the timer stops, so an endpoint that hands out
     /// a borrowed view of its stack's buffer adds no copy to the round trip.
     fn reply(&self) -> Result<&[u8], Broken>;
@@ -148,13 +156,10 @@ pub(crate) fn measure(
         };
         // From the round trip's start: one clock read less inside the timed region.
         let deadline = started + limits.timeout;
-        endpoint
-            .send(request, deadline)
+        let mut answer = endpoint
+            .exchange(request, deadline)
             .map_err(|broken| failed(endpoint, index, broken))?;
         let answer = loop {
-            let answer = endpoint
-                .receive(deadline)
-                .map_err(|broken| failed(endpoint, index, broken))?;
             // A late reply to an earlier, already lost request: not this one's.
             if let (Answer::Replied, Requests::Payload(payload)) = (&answer, &requests) {
                 if endpoint.is_lossy() {
@@ -163,6 +168,9 @@ pub(crate) fn measure(
                         Err(broken) => return Err(failed(endpoint, index, broken)),
                     };
                     if payload.index_of(reply).is_some_and(|i| i < index) {
+                        answer = endpoint
+                            .receive(deadline)
+                            .map_err(|broken| failed(endpoint, index, broken))?;
                         continue;
                     }
                 }

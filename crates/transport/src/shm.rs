@@ -8,6 +8,11 @@
 //! announced itself (SeqCst on both sides, the Dekker pattern, so no wake is missed). In
 //! busy-poll mode the waiter spins. Messages larger than a slot stream through in chunks.
 //!
+//! A round trip to a peer that echoes as it receives is a pipeline (`exchange`, `echo`):
+//! the peer copies each request chunk straight from its slot into a slot of the other
+//! ring, publishes it, and only then frees the request's slot, while the measuring side
+//! takes reply chunks as they come between the request chunks it sends.
+//!
 //! Memory the other process writes is only touched through raw pointers and atomics, never
 //! through `&[u8]`. The segment is unlinked as soon as the peer has mapped it, so nothing
 //! remains in /dev/shm even if both processes are killed later.
@@ -546,140 +551,360 @@ impl ShmChannel {
     }
 }
 
+/// The message being received, as its chunks are taken: the length its first chunk
+/// announced, and how many of its bytes the chunks taken so far carried.
+#[derive(Default)]
+struct Incoming {
+    expected: Option<usize>,
+    taken: usize,
+}
+
+/// A chunk of the message being received, checked against the slot and the message:
+/// where its bytes are (in the slot, which stays the other side's to read until its tail
+/// is published), how many, and whether it ends its message.
+struct Chunk {
+    bytes: *const u8,
+    len: usize,
+    ends: bool,
+}
+
 impl ShmChannel {
-    /// Sends `message` chunk by chunk from `head`, which it advances past every chunk
+    /// Sends `message` chunk by chunk from byte `sent` (0 for a whole message; never
+    /// `message.len()` unless it is 0) at `head`, which it advances past every chunk
     /// published (also when it fails midway), as `tail_seen` follows the consumer.
     fn send_chunks(
         &self,
         message: &[u8],
+        mut sent: usize,
         deadline: Instant,
         head: &mut u32,
         tail_seen: &mut u32,
     ) -> Result<(), TransportError> {
-        let ring = self.ring(self.tx);
-        let mut sent = 0;
         loop {
-            let slots = self.layout.slots;
-            if head.wrapping_sub(*tail_seen) >= slots {
-                let head = *head;
-                *tail_seen = self
-                    .wait_for(
-                        &ring.tail,
-                        |tail| head.wrapping_sub(tail.count) < slots,
-                        deadline,
-                        "free slot (the other side does not read)",
-                    )?
-                    .count;
-            }
-            let chunk = (message.len() - sent).min(self.layout.slot_size);
-            let more = sent + chunk < message.len();
-            let published = Published {
-                count: head.wrapping_add(1),
-                chunk: chunk as u32,
-                more,
-            };
-            let slot = self.slot(self.tx, *head);
-            // SAFETY: the slot is ours until head is published; it has room for the header
-            // and slot_size bytes; `chunk` <= slot_size and the source range is in bounds.
-            // The header is for a consumer that has fallen behind (the counter then tells
-            // a later chunk's length) and for the length of a message of several chunks.
-            unsafe {
-                slot.cast::<u32>().write(published.chunk_info());
-                slot.add(8).cast::<u64>().write(message.len() as u64);
-                std::ptr::copy_nonoverlapping(
-                    message.as_ptr().add(sent),
-                    slot.add(SLOT_HEADER),
-                    chunk,
-                );
-            }
-            *head = published.count;
-            self.publish(&ring.head, published);
-            sent += chunk;
+            self.wait_for_free_slot(*head, tail_seen, deadline)?;
+            sent = self.put_chunk(message, sent, head);
             if sent == message.len() {
                 return Ok(());
             }
         }
     }
 
-    /// Receives one message into `buf` chunk by chunk from `next_tail`, which it advances
+    /// Waits until the slot at `head` of the ring this side sends on is free: at once
+    /// while the consumer's tail as last seen (`tail_seen`) says so, else by its tail.
+    #[inline]
+    fn wait_for_free_slot(
+        &self,
+        head: u32,
+        tail_seen: &mut u32,
+        deadline: Instant,
+    ) -> Result<(), TransportError> {
+        let slots = self.layout.slots;
+        if head.wrapping_sub(*tail_seen) >= slots {
+            *tail_seen = self
+                .wait_for(
+                    &self.ring(self.tx).tail,
+                    |tail| head.wrapping_sub(tail.count) < slots,
+                    deadline,
+                    "free slot (the other side does not read)",
+                )?
+                .count;
+        }
+        Ok(())
+    }
+
+    /// Whether the slot at `head` is free now, without waiting: by `tail_seen`, else by
+    /// the consumer's tail, read once (and remembered in `tail_seen`).
+    #[inline]
+    fn has_free_slot(&self, head: u32, tail_seen: &mut u32) -> bool {
+        let slots = self.layout.slots;
+        if head.wrapping_sub(*tail_seen) < slots {
+            return true;
+        }
+        let tail = self.ring(self.tx).tail.value.load(Ordering::Acquire);
+        *tail_seen = Published::unpack(tail).count;
+        head.wrapping_sub(*tail_seen) < slots
+    }
+
+    /// Puts the next chunk of `message`, from byte `sent`, into the free slot at `head`
+    /// and publishes it; returns how many bytes of the message have then been sent.
+    #[inline]
+    fn put_chunk(&self, message: &[u8], sent: usize, head: &mut u32) -> usize {
+        let chunk = (message.len() - sent).min(self.layout.slot_size);
+        // SAFETY: `sent + chunk <= message.len()`, so the source range is in bounds.
+        let bytes = unsafe { message.as_ptr().add(sent) };
+        let more = sent + chunk < message.len();
+        // SAFETY: the range is `message`'s, which cannot be in the slot at `head`: that
+        // slot is this side's until published, and no slice of it is ever made.
+        unsafe { self.put_raw(bytes, chunk, more, message.len(), head) };
+        sent + chunk
+    }
+
+    /// Copies a chunk of `chunk` bytes from `bytes` into the slot at `head`, which must
+    /// be free, with the slot's header (the chunk's length and flag, the whole message's
+    /// length), advances `head` and publishes it.
+    ///
+    /// # Safety
+    /// `bytes` is valid for reading `chunk` bytes, `chunk <= slot_size`, and the range
+    /// does not overlap the slot at `head`.
+    #[inline]
+    unsafe fn put_raw(
+        &self,
+        bytes: *const u8,
+        chunk: usize,
+        more: bool,
+        message_len: usize,
+        head: &mut u32,
+    ) {
+        debug_assert!(chunk <= self.layout.slot_size);
+        let published = Published {
+            count: head.wrapping_add(1),
+            chunk: chunk as u32,
+            more,
+        };
+        let slot = self.slot(self.tx, *head);
+        // SAFETY: the slot is ours until head is published; it has room for the header
+        // and slot_size bytes; `chunk` <= slot_size and the source is valid and apart
+        // (the caller's word). The header is for a consumer that has fallen behind (the
+        // counter then tells a later chunk's length) and for the length of a message of
+        // several chunks.
+        unsafe {
+            slot.cast::<u32>().write(published.chunk_info());
+            slot.add(8).cast::<u64>().write(message_len as u64);
+            std::ptr::copy_nonoverlapping(bytes, slot.add(SLOT_HEADER), chunk);
+        }
+        *head = published.count;
+        self.publish(&self.ring(self.tx).head, published);
+    }
+
+    /// Checks the chunk at `tail` of the ring this side receives on, which the producer
+    /// has published (its counter read as `published`, past `tail`), as the next chunk of
+    /// `message`: the length it announces within `limit` (TooLarge, before anything is
+    /// taken), the chunk within its slot and what its message has left, the same length
+    /// announced by every chunk of a message, and its flag true to the message's end
+    /// (Corrupt otherwise). Counts it as taken; the slot stays to be freed.
+    #[inline]
+    fn check_chunk(
+        &self,
+        tail: u32,
+        published: Published,
+        limit: usize,
+        message: &mut Incoming,
+    ) -> Result<Chunk, TransportError> {
+        let slot = self.slot(self.rx, tail);
+        // SAFETY (both reads): the counter was read with Acquire after the producer's
+        // Release, so the slot's header and bytes are visible; the slot is ours until
+        // tail is published. The counter tells this chunk's length when this chunk is
+        // the last one published; otherwise the slot's header does. A message of one
+        // chunk is as long as its chunk. Each field is read once: what is checked is
+        // what is used.
+        let published = match published.count == tail.wrapping_add(1) {
+            true => published,
+            false => {
+                Published::with_info(tail.wrapping_add(1), unsafe { slot.cast::<u32>().read() })
+            }
+        };
+        let chunk = published.chunk as usize;
+        let announced = match (message.expected, published.more) {
+            (None, false) => chunk as u64,
+            _ => unsafe { slot.add(8).cast::<u64>().read() },
+        };
+        let expected = match message.expected {
+            None => {
+                if announced > limit as u64 {
+                    return Err(TransportError::TooLarge { announced, limit });
+                }
+                *message.expected.insert(announced as usize)
+            }
+            Some(t) if t as u64 == announced => t,
+            Some(t) => {
+                return Err(TransportError::Corrupt(format!(
+                    "a chunk announced a {announced}-byte message inside a {t}-byte one"
+                )))
+            }
+        };
+        if chunk > self.layout.slot_size || message.taken + chunk > expected {
+            return Err(TransportError::Corrupt(format!(
+                "a {chunk}-byte chunk does not fit (slot {} bytes, {} of {expected} received)",
+                self.layout.slot_size, message.taken
+            )));
+        }
+        let taken = message.taken + chunk;
+        let ends = taken == expected;
+        if ends == published.more {
+            return Err(TransportError::Corrupt(format!(
+                "a chunk {} its message, which has {taken} of {expected} bytes",
+                if published.more {
+                    "says more follows"
+                } else {
+                    "says it ends"
+                },
+            )));
+        }
+        message.taken = taken;
+        Ok(Chunk {
+            // SAFETY: the slot's bytes start SLOT_HEADER into it.
+            bytes: unsafe { slot.add(SLOT_HEADER) },
+            len: chunk,
+            ends,
+        })
+    }
+
+    /// Frees the slot at `tail` for the producer: advances `tail` and publishes it.
+    #[inline]
+    fn free_slot(&self, tail: &mut u32) {
+        *tail = tail.wrapping_add(1);
+        self.publish(&self.ring(self.rx).tail, Published::count(*tail));
+    }
+
+    /// Takes the chunk published at `tail` (its counter read as `published`) into `buf`,
+    /// the next chunk of `message` once checked ([`Self::check_chunk`]), and frees its
+    /// slot; says whether it ended the message.
+    #[inline]
+    fn take_chunk(
+        &self,
+        published: Published,
+        tail: &mut u32,
+        limit: usize,
+        buf: &mut Vec<u8>,
+        message: &mut Incoming,
+    ) -> Result<bool, TransportError> {
+        let chunk = self.check_chunk(*tail, published, limit, message)?;
+        // `buf` holds the message's earlier chunks: room for the whole message, which
+        // check_chunk found within the limit, once (a no-op after the first chunk).
+        let expected = message
+            .expected
+            .expect("a checked chunk's message has a length");
+        buf.reserve(expected - buf.len());
+        // SAFETY: capacity was reserved for the whole message, and the chunk is within
+        // what it has left (check_chunk); the slot's bytes are readable until freed.
+        unsafe {
+            std::ptr::copy_nonoverlapping(chunk.bytes, buf.as_mut_ptr().add(buf.len()), chunk.len);
+            buf.set_len(buf.len() + chunk.len);
+        }
+        self.free_slot(tail);
+        Ok(chunk.ends)
+    }
+
+    /// Receives one message into `buf` chunk by chunk from `tail`, which it advances
     /// past every chunk taken (also when it fails midway).
     fn recv_chunks(
         &self,
         buf: &mut Vec<u8>,
         limit: usize,
         deadline: Instant,
-        next_tail: &mut u32,
+        tail: &mut u32,
     ) -> Result<(), TransportError> {
         let ring = self.ring(self.rx);
-        let mut total: Option<usize> = None;
+        let mut message = Incoming::default();
         buf.clear();
         loop {
-            let tail = *next_tail;
+            let next = *tail;
             let published =
-                self.wait_for(&ring.head, |head| head.count != tail, deadline, "message")?;
-            let slot = self.slot(self.rx, tail);
-            // SAFETY (both reads): the counter was read with Acquire after the producer's
-            // Release, so the slot's header and bytes are visible; the slot is ours until
-            // tail is published. The counter tells this chunk's length when this chunk is
-            // the last one published; otherwise the slot's header does. A message of one
-            // chunk is as long as its chunk.
-            let published = match published.count == tail.wrapping_add(1) {
-                true => published,
-                false => {
-                    Published::with_info(tail.wrapping_add(1), unsafe { slot.cast::<u32>().read() })
+                self.wait_for(&ring.head, |head| head.count != next, deadline, "message")?;
+            if self.take_chunk(published, tail, limit, buf, &mut message)? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The peer's echo ([`Channel::echo`]): each chunk of the message at `tail` is checked
+    /// as [`Self::recv_chunks`] checks it, copied from its slot straight into a free slot
+    /// of the other ring at `head` and published there, and only then freed. A peer that
+    /// echoes this way frees a slot of the request only once the reply's chunk is out:
+    /// what makes [`Self::exchange_chunks`] safe. The goodbye (an empty message) is taken
+    /// and not sent back. Every position advances past what was done, also when it fails
+    /// midway.
+    fn echo_chunks(
+        &self,
+        limit: usize,
+        deadline: Instant,
+        tail: &mut u32,
+        (head, tail_seen): (&mut u32, &mut u32),
+    ) -> Result<usize, TransportError> {
+        let ring = self.ring(self.rx);
+        let mut message = Incoming::default();
+        loop {
+            let next = *tail;
+            let published =
+                self.wait_for(&ring.head, |head| head.count != next, deadline, "message")?;
+            let chunk = self.check_chunk(next, published, limit, &mut message)?;
+            let len = message
+                .expected
+                .expect("a checked chunk's message has a length");
+            if len == 0 {
+                self.free_slot(tail);
+                return Ok(0);
+            }
+            self.wait_for_free_slot(*head, tail_seen, deadline)?;
+            // SAFETY: the chunk is checked to fit a slot; its bytes stay readable until its
+            // slot is freed, below; they are in the other ring, apart from the slot at
+            // `head`.
+            unsafe { self.put_raw(chunk.bytes, chunk.len, !chunk.ends, len, head) };
+            self.free_slot(tail);
+            if chunk.ends {
+                return Ok(len);
+            }
+        }
+    }
+
+    /// The measuring side's round trip with a peer that echoes as it receives
+    /// ([`Self::echo_chunks`]): the request's chunks go out from `head` while the reply's
+    /// are taken from `tail` as they come, never waiting on one ring while the other can
+    /// go on. Each turn takes a reply chunk if one is there, else sends a request chunk
+    /// if a slot is free, else waits for a reply chunk.
+    ///
+    /// That wait cannot deadlock with such a peer: every slot of the request is taken,
+    /// and every reply chunk published has been taken, so the reply ring has room; the
+    /// peer echoes the oldest request chunk into it and only then frees that chunk's
+    /// slot, which publishes a reply chunk, which ends the wait. A peer that receives the
+    /// whole request before it replies publishes nothing while it waits for the rest,
+    /// which no longer comes: the wait ends with a Timeout at `deadline`.
+    ///
+    /// The reply is checked as [`Self::recv_chunks`] checks a message. A reply that ends
+    /// before the whole request has gone out (a peer that does not echo) is taken, and
+    /// the rest of the request is sent as `send` would. After the request's last chunk,
+    /// the reply is waited for exactly as `recv` waits, so that a request of one chunk
+    /// costs the counted instructions the same whenever its reply comes. Every position
+    /// advances past what was done, also when it fails midway.
+    fn exchange_chunks(
+        &self,
+        request: &[u8],
+        (reply, limit): (&mut Vec<u8>, usize),
+        deadline: Instant,
+        tail: &mut u32,
+        (head, tail_seen): (&mut u32, &mut u32),
+    ) -> Result<(), TransportError> {
+        debug_assert!(!request.is_empty(), "the goodbye is sent, not exchanged");
+        let ring = self.ring(self.rx);
+        let mut message = Incoming::default();
+        reply.clear();
+        let mut sent = 0;
+        loop {
+            let next = *tail;
+            // Before the first request chunk is out, no reply chunk is due.
+            let ready = match sent {
+                0 => None,
+                _ => Some(Published::unpack(ring.head.value.load(Ordering::Acquire)))
+                    .filter(|head| head.count != next),
+            };
+            let published = match ready {
+                Some(published) => published,
+                None if sent < request.len() && self.has_free_slot(*head, tail_seen) => {
+                    sent = self.put_chunk(request, sent, head);
+                    continue;
                 }
-            };
-            let chunk = published.chunk as usize;
-            let announced = match (total, published.more) {
-                (None, false) => chunk as u64,
-                _ => unsafe { slot.add(8).cast::<u64>().read() },
-            };
-            let expected = match total {
                 None => {
-                    if announced > limit as u64 {
-                        return Err(TransportError::TooLarge { announced, limit });
-                    }
-                    buf.reserve(announced as usize);
-                    *total.insert(announced as usize)
-                }
-                Some(t) if t as u64 == announced => t,
-                Some(t) => {
-                    return Err(TransportError::Corrupt(format!(
-                        "a chunk announced a {announced}-byte message inside a {t}-byte one"
-                    )))
+                    let what = match sent < request.len() {
+                        true => "reply chunk while the request's slots are full",
+                        false => "message",
+                    };
+                    self.wait_for(&ring.head, |head| head.count != next, deadline, what)?
                 }
             };
-            if chunk > self.layout.slot_size || buf.len() + chunk > expected {
-                return Err(TransportError::Corrupt(format!(
-                    "a {chunk}-byte chunk does not fit (slot {} bytes, {} of {expected} received)",
-                    self.layout.slot_size,
-                    buf.len()
-                )));
-            }
-            // SAFETY: capacity was reserved for the whole message; the chunk is in bounds.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    slot.add(SLOT_HEADER),
-                    buf.as_mut_ptr().add(buf.len()),
-                    chunk,
-                );
-                buf.set_len(buf.len() + chunk);
-            }
-            *next_tail = tail.wrapping_add(1);
-            self.publish(&ring.tail, Published::count(*next_tail));
-            let ends = buf.len() == expected;
-            if ends == published.more {
-                return Err(TransportError::Corrupt(format!(
-                    "a chunk {} its message, which has {} of {expected} bytes",
-                    if published.more {
-                        "says more follows"
-                    } else {
-                        "says it ends"
-                    },
-                    buf.len()
-                )));
-            }
-            if ends {
+            if self.take_chunk(published, tail, limit, reply, &mut message)? {
+                if sent < request.len() {
+                    self.send_chunks(request, sent, deadline, head, tail_seen)?;
+                }
                 return Ok(());
             }
         }
@@ -689,7 +914,7 @@ impl ShmChannel {
 impl Channel for ShmChannel {
     fn send(&mut self, message: &[u8], deadline: Instant) -> Result<(), TransportError> {
         let (mut head, mut tail_seen) = (self.tx_head, self.tail_seen);
-        let sent = self.send_chunks(message, deadline, &mut head, &mut tail_seen);
+        let sent = self.send_chunks(message, 0, deadline, &mut head, &mut tail_seen);
         (self.tx_head, self.tail_seen) = (head, tail_seen);
         sent
     }
@@ -704,6 +929,41 @@ impl Channel for ShmChannel {
         let received = self.recv_chunks(buf, limit, deadline, &mut tail);
         self.rx_tail = tail;
         received
+    }
+
+    fn exchange(
+        &mut self,
+        request: &[u8],
+        reply: &mut Vec<u8>,
+        limit: usize,
+        deadline: Instant,
+    ) -> Result<(), TransportError> {
+        if request.is_empty() {
+            reply.clear();
+            return self.send(request, deadline);
+        }
+        let (mut head, mut tail_seen, mut tail) = (self.tx_head, self.tail_seen, self.rx_tail);
+        let exchanged = self.exchange_chunks(
+            request,
+            (reply, limit),
+            deadline,
+            &mut tail,
+            (&mut head, &mut tail_seen),
+        );
+        (self.tx_head, self.tail_seen, self.rx_tail) = (head, tail_seen, tail);
+        exchanged
+    }
+
+    fn echo(
+        &mut self,
+        _scratch: &mut Vec<u8>,
+        limit: usize,
+        deadline: Instant,
+    ) -> Result<usize, TransportError> {
+        let (mut head, mut tail_seen, mut tail) = (self.tx_head, self.tail_seen, self.rx_tail);
+        let echoed = self.echo_chunks(limit, deadline, &mut tail, (&mut head, &mut tail_seen));
+        (self.tx_head, self.tail_seen, self.rx_tail) = (head, tail_seen, tail);
+        echoed
     }
 
     fn chunk_size(&self) -> Option<usize> {
@@ -1088,6 +1348,257 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// `len` bytes that differ from message to message and from offset to offset.
+    fn pattern(seed: u8, len: usize) -> Vec<u8> {
+        (0..len)
+            .map(|i| (i as u8).wrapping_mul(31) ^ (i >> 8) as u8 ^ seed)
+            .collect()
+    }
+
+    /// Echoes with `echo` until the goodbye; returns the lengths echoed.
+    fn echo_until_goodbye(
+        mut peer: ShmChannel,
+        limit: usize,
+        deadline: Instant,
+    ) -> std::thread::JoinHandle<Result<Vec<usize>, TransportError>> {
+        std::thread::spawn(move || {
+            let mut scratch = Vec::new();
+            let mut lengths = Vec::new();
+            loop {
+                match peer.echo(&mut scratch, limit, deadline)? {
+                    0 => return Ok(lengths),
+                    n => lengths.push(n),
+                }
+            }
+        })
+    }
+
+    /// Round trips of `exchange` with a peer that `echo`es: from one byte to more than
+    /// four rings, around the slot (4 KiB) and the ring (4 slots), come back byte for
+    /// byte in both wake modes; the goodbye is taken and not sent back.
+    #[test]
+    fn exchange_with_an_echoing_peer_carries_every_size() {
+        let sizes = [
+            1,
+            100,
+            4095,
+            4096,
+            4097,
+            3 * 4096,
+            4 * 4096,
+            4 * 4096 + 1,
+            18 * 4096 + 2048,
+            64 * 4096 + 7,
+        ];
+        let limit = 1 << 20;
+        for wake in [WakeMode::Blocking, WakeMode::BusyPoll] {
+            let (mut owner, peer) = both_ends(wake);
+            let deadline = Instant::now() + Duration::from_secs(20);
+            let echo = echo_until_goodbye(peer, limit, deadline);
+            let mut reply = vec![7; 3];
+            for (i, &len) in sizes.iter().enumerate() {
+                let request = pattern(i as u8, len);
+                owner
+                    .exchange(&request, &mut reply, limit, deadline)
+                    .unwrap();
+                assert!(reply == request, "{wake:?}: the {len}-byte reply differs");
+            }
+            owner.exchange(&[], &mut reply, limit, deadline).unwrap();
+            assert!(reply.is_empty());
+            assert_eq!(echo.join().unwrap().unwrap(), sizes);
+            let after = owner.recv(
+                &mut reply,
+                limit,
+                Instant::now() + Duration::from_millis(50),
+            );
+            assert!(
+                matches!(after, Err(TransportError::Timeout { .. })),
+                "{wake:?}: something after the goodbye: {after:?}"
+            );
+        }
+    }
+
+    /// `exchange` and `echo` keep the positions `send` and `recv` use: the same channel
+    /// goes on with those, both ways, and back.
+    #[test]
+    fn exchange_and_echo_leave_the_rings_where_send_and_recv_go_on() {
+        let (mut owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let echo = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            peer.echo(&mut buf, 1 << 20, deadline)?;
+            peer.recv(&mut buf, 1 << 20, deadline)?;
+            peer.send(&buf, deadline)?;
+            peer.echo(&mut buf, 1 << 20, deadline)
+        });
+        let mut reply = Vec::new();
+        for (i, len) in [9 * 4096 + 3, 2 * 4096 + 1, 5 * 4096]
+            .into_iter()
+            .enumerate()
+        {
+            let request = pattern(i as u8 + 40, len);
+            if i == 1 {
+                owner.send(&request, deadline).unwrap();
+                owner.recv(&mut reply, 1 << 20, deadline).unwrap();
+            } else {
+                owner
+                    .exchange(&request, &mut reply, 1 << 20, deadline)
+                    .unwrap();
+            }
+            assert!(reply == request, "message {i}");
+        }
+        assert_eq!(echo.join().unwrap().unwrap(), 5 * 4096);
+    }
+
+    /// A peer that receives the whole request before it replies (here, after a pause, so
+    /// that the request's slots are full first) leaves `exchange` waiting for a reply
+    /// chunk that never comes: a Timeout at the deadline, in both wake modes, never
+    /// later.
+    #[test]
+    fn exchange_with_a_peer_that_does_not_echo_as_it_receives_times_out() {
+        for wake in [WakeMode::Blocking, WakeMode::BusyPoll] {
+            let (mut owner, mut peer) = both_ends(wake);
+            let late = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                let mut buf = Vec::new();
+                peer.recv(&mut buf, 1 << 20, Instant::now() + Duration::from_secs(1))?;
+                peer.send(&buf, Instant::now() + Duration::from_secs(1))
+            });
+            let request = pattern(1, 9 * 4096 + 5);
+            let wait = Duration::from_millis(500);
+            let start = Instant::now();
+            let result = owner.exchange(&request, &mut Vec::new(), 1 << 20, start + wait);
+            let took = start.elapsed();
+            match result {
+                Err(TransportError::Timeout { what }) => {
+                    assert_eq!(what, "reply chunk while the request's slots are full")
+                }
+                other => panic!("{wake:?}: {other:?}"),
+            }
+            assert!(
+                took >= wait && took < wait + Duration::from_secs(2),
+                "{wake:?}: {took:?}"
+            );
+            // The peer had four chunks of nine, and no fifth.
+            assert!(matches!(
+                late.join().unwrap(),
+                Err(TransportError::Timeout { .. })
+            ));
+        }
+    }
+
+    /// The reply of an exchange is checked as `recv` checks a message: longer than the
+    /// limit is refused before anything is allocated, and a chunk whose flag contradicts
+    /// its message is corrupt.
+    #[test]
+    fn exchange_checks_the_reply_as_recv_does() {
+        let (mut owner, peer) = both_ends(WakeMode::BusyPoll);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let _echo = echo_until_goodbye(peer, 1 << 20, deadline);
+        let mut reply = Vec::new();
+        match owner.exchange(&pattern(2, 3 * 4096), &mut reply, 4096, deadline) {
+            Err(TransportError::TooLarge { announced, limit }) => {
+                assert_eq!((announced, limit), (3 * 4096, 4096));
+                assert_eq!(reply.capacity(), 0);
+            }
+            other => panic!("{other:?}"),
+        }
+        let (mut owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        let liar = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            peer.recv(&mut buf, 1 << 20, deadline)?;
+            let mut head = peer.tx_head;
+            // SAFETY: `buf` holds 100 bytes, outside the segment.
+            unsafe { peer.put_raw(buf.as_ptr(), buf.len(), true, buf.len(), &mut head) };
+            Ok::<(), TransportError>(())
+        });
+        match owner.exchange(&pattern(3, 100), &mut reply, 4096, deadline) {
+            Err(TransportError::Corrupt(why)) => assert_eq!(
+                why,
+                "a chunk says more follows its message, which has 100 of 100 bytes"
+            ),
+            other => panic!("{other:?}"),
+        }
+        liar.join().unwrap().unwrap();
+    }
+
+    /// `echo` checks what it receives as `recv` does, before it echoes a chunk: a message
+    /// longer than the limit is refused with nothing sent back, a chunk that does not fit
+    /// its slot is corrupt, and so are a chunk that announces another message and one
+    /// whose flag contradicts its message's end (after the first chunk went back: the
+    /// positions say so).
+    #[test]
+    fn echo_checks_what_it_receives_as_recv_does() {
+        let limit = 4 * 4096;
+        let echoed = |peer: &ShmChannel| {
+            let published = peer.ring(peer.tx).head.value.load(Ordering::Acquire);
+            (
+                Published::unpack(published).count,
+                peer.tx_head,
+                peer.rx_tail,
+            )
+        };
+        let echo = |peer: &mut ShmChannel| {
+            peer.echo(
+                &mut Vec::new(),
+                limit,
+                Instant::now() + Duration::from_secs(2),
+            )
+        };
+        let (_owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        forge_chunk(&peer, 0, (4096, true), 10 * 4096);
+        match echo(&mut peer) {
+            Err(TransportError::TooLarge { announced, limit }) => {
+                assert_eq!((announced, limit), (10 * 4096, 4 * 4096))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(echoed(&peer), (0, 0, 0));
+        let (_owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        forge_chunk(&peer, 0, (4097, true), 3 * 4096);
+        match echo(&mut peer) {
+            Err(TransportError::Corrupt(why)) => assert_eq!(
+                why,
+                "a 4097-byte chunk does not fit (slot 4096 bytes, 0 of 12288 received)"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(echoed(&peer), (0, 0, 0));
+        let (_owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        forge_chunk(&peer, 0, (4096, true), 8192);
+        forge_chunk(&peer, 1, (4096, true), 12288);
+        match echo(&mut peer) {
+            Err(TransportError::Corrupt(why)) => assert_eq!(
+                why,
+                "a chunk announced a 12288-byte message inside a 8192-byte one"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(echoed(&peer), (1, 1, 1));
+        let (_owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        forge_chunk(&peer, 0, (4096, true), 8192);
+        forge_chunk(&peer, 1, (100, false), 8192);
+        match echo(&mut peer) {
+            Err(TransportError::Corrupt(why)) => assert_eq!(
+                why,
+                "a chunk says it ends its message, which has 4196 of 8192 bytes"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(echoed(&peer), (1, 1, 1));
+        // Forged the same way, two chunks that fit are echoed as one message.
+        let (mut owner, mut peer) = both_ends(WakeMode::BusyPoll);
+        forge_chunk(&peer, 0, (4096, true), 4196);
+        forge_chunk(&peer, 1, (100, false), 4196);
+        assert_eq!(echo(&mut peer).unwrap(), 4196);
+        assert_eq!(echoed(&peer), (2, 2, 2));
+        let mut reply = Vec::new();
+        owner
+            .recv(&mut reply, limit, Instant::now() + Duration::from_secs(2))
+            .unwrap();
+        assert_eq!(reply, vec![0; 4196]);
     }
 
     thread_local! {

@@ -14,7 +14,7 @@ use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_codec::FrameCodec;
 use ipc_matrix_results::{Failure, FailureKind};
 use ipc_matrix_spec::{Cell, CodecKind};
-use ipc_matrix_transport::{listen, Channel, ListenOptions, TransportError};
+use ipc_matrix_transport::{listen, Channel, ChannelKind, ListenOptions, TransportError};
 use std::time::Instant;
 
 /// How long a message that follows the goodbye is waited for, once the peer has exited.
@@ -59,6 +59,7 @@ pub(crate) fn echo(
         limits.timeout,
     );
     config.count = tally.peer_counting(cell.warmup);
+    config.echoes_as_it_receives = echoes_as_it_receives(kind, (cell, codec), &config);
     let mut peer = options.start_cell_peer(cell, &config)?;
     let channel = acceptor
         .accept(peer.pid(), Instant::now() + options.setup_timeout)
@@ -72,6 +73,7 @@ pub(crate) fn echo(
         peer,
         reply: Vec::with_capacity(limit),
         limit,
+        exchanges: config.echoes_as_it_receives,
     };
     let requests = match codec {
         Some(codec) => Requests::frames(codec, cell.seed, len),
@@ -80,12 +82,34 @@ pub(crate) fn echo(
     round_trip::measure(cell, limits, &mut endpoint, requests, tally)
 }
 
+/// Whether the cell's peer echoes every message as it receives it, and each round trip
+/// is one [`Channel::exchange`]: with our own peer, where nothing needs the whole message
+/// first (no codec, no fault, no delay or extra work), over shared memory. That is the
+/// channel whose exchange streams the request and its reply at once; over the others an
+/// exchange is a send then a receive, so their round trips (and counts) stay as they were.
+fn echoes_as_it_receives(
+    kind: ChannelKind,
+    (cell, codec): (&Cell, Option<CodecKind>),
+    config: &PeerConfig,
+) -> bool {
+    kind == ChannelKind::Shm
+        && cell.peer.is_none()
+        && codec.is_none()
+        && config.codec.is_none()
+        && config.fault.is_none()
+        && config.delay.is_none()
+        && config.extra_work.is_none()
+}
+
 /// The measuring side of a channel to an echoing peer.
 struct ChannelEndpoint {
     channel: Box<dyn Channel>,
     peer: PeerProcess,
     reply: Vec<u8>,
     limit: usize,
+    /// The peer echoes as it receives ([`PeerConfig::echoes_as_it_receives`]): a round
+    /// trip is one [`Channel::exchange`].
+    exchanges: bool,
 }
 
 impl Endpoint for ChannelEndpoint {
@@ -101,6 +125,17 @@ impl Endpoint for ChannelEndpoint {
             Err(TransportError::Timeout { .. }) if self.channel.is_lossy() => Ok(Answer::Lost),
             Err(e) => Err(broken("waiting for the reply", e)),
         }
+    }
+
+    fn exchange(&mut self, request: &[u8], deadline: Instant) -> Result<Answer, Broken> {
+        if !self.exchanges {
+            self.send(request, deadline)?;
+            return self.receive(deadline);
+        }
+        self.channel
+            .exchange(request, &mut self.reply, self.limit, deadline)
+            .map(|()| Answer::Replied)
+            .map_err(|e| broken("exchanging the request for its reply", e))
     }
 
     fn reply(&self) -> Result<&[u8], Broken> {
@@ -149,6 +184,9 @@ fn broken(doing: &str, e: TransportError) -> Broken {
 /// until an empty one says goodbye, committing the fault asked for.
 pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
     let mut channel = config.connect()?;
+    if config.echoes_as_it_receives {
+        return echo_as_received(config, channel.as_mut());
+    }
     let idle = config.idle_timeout;
     let mut message = Vec::new();
     for index in 0u64.. {
@@ -177,4 +215,181 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
         PeerCounting::close(config.count, index);
     }
     Ok(())
+}
+
+/// The peer's side when it echoes as it receives ([`PeerConfig::echoes_as_it_receives`]):
+/// every message goes back through [`Channel::echo`] (over shared memory chunk by chunk,
+/// as it arrives) until an empty one says goodbye.
+fn echo_as_received(config: &PeerConfig, channel: &mut dyn Channel) -> Result<(), String> {
+    if config.codec.is_some()
+        || config.fault.is_some()
+        || config.delay.is_some()
+        || config.extra_work.is_some()
+    {
+        return Err(
+            "told to echo as it receives, yet a codec, a fault, a delay or extra \
+                    work needs each whole message first"
+                .into(),
+        );
+    }
+    let idle = config.idle_timeout;
+    let mut scratch = Vec::new();
+    for index in 0u64.. {
+        // One clock read per message: the reply shares the request's deadline.
+        let deadline = Instant::now() + idle;
+        PeerCounting::open(config.count, index);
+        let echoed = channel
+            .echo(&mut scratch, config.limit, deadline)
+            .map_err(|e| format!("echoing message {index}: {e}"))?;
+        if echoed == 0 {
+            return Ok(());
+        }
+        PeerCounting::close(config.count, index);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fault::{Fault, FaultKind};
+    use ipc_matrix_spec::{Echoes, ExternalPeer, Work};
+    use ipc_matrix_transport::{PeerAddress, WakeMode};
+    use std::time::Duration;
+
+    fn cell(kind: ChannelKind) -> Cell {
+        Cell {
+            id: format!("bulk::{kind}::64KiB"),
+            scenario: "bulk".into(),
+            transport: kind.transport(),
+            wake: kind.has_wake_modes().then_some(WakeMode::BusyPoll),
+            payload_bytes: 64 << 10,
+            payload_label: "64KiB".into(),
+            iterations: 10,
+            warmup: 1,
+            seed: 1,
+            profile: "quick".into(),
+            work: Work::Echo(Echoes {
+                timeout: Duration::from_secs(5),
+                max_loss: 0.0,
+            }),
+            host: Default::default(),
+            peer: None,
+        }
+    }
+
+    fn config(address: PeerAddress) -> PeerConfig {
+        PeerConfig {
+            address,
+            parent: std::process::id(),
+            limit: 1 << 20,
+            idle_timeout: Duration::from_secs(10),
+            fault: None,
+            delay: None,
+            extra_work: None,
+            cpu: None,
+            codec: None,
+            kind: cell(ChannelKind::Shm).kind(),
+            role: serde_json::Value::Null,
+            count: None,
+            echoes_as_it_receives: false,
+        }
+    }
+
+    /// Only a shared-memory cell with our own peer, where nothing needs the whole message
+    /// first, is told to echo as it receives.
+    #[test]
+    fn the_peer_echoes_as_it_receives_exactly_where_nothing_needs_the_whole_message() {
+        let address = PeerAddress::Tcp {
+            addr: "127.0.0.1:40000".parse().unwrap(),
+        };
+        let shm = cell(ChannelKind::Shm);
+        let plain = config(address);
+        assert!(echoes_as_it_receives(
+            ChannelKind::Shm,
+            (&shm, None),
+            &plain
+        ));
+        for kind in [ChannelKind::Tcp, ChannelKind::Local, ChannelKind::Pipe] {
+            assert!(!echoes_as_it_receives(kind, (&cell(kind), None), &plain));
+        }
+        let codec = Some(CodecKind::Prost);
+        assert!(!echoes_as_it_receives(
+            ChannelKind::Shm,
+            (&shm, codec),
+            &plain
+        ));
+        let changed: [fn(&mut PeerConfig); 3] = [
+            |c| c.fault = Some(Fault::new(FaultKind::FlipByte, 3)),
+            |c| c.delay = Some(Duration::from_micros(5)),
+            |c| c.extra_work = Some(10),
+        ];
+        for change in changed {
+            let mut config = plain.clone();
+            change(&mut config);
+            assert!(!echoes_as_it_receives(
+                ChannelKind::Shm,
+                (&shm, None),
+                &config
+            ));
+        }
+        let mut external = cell(ChannelKind::Shm);
+        external.peer = Some(ExternalPeer {
+            command: vec!["peer".into()],
+        });
+        assert!(!echoes_as_it_receives(
+            ChannelKind::Shm,
+            (&external, None),
+            &plain
+        ));
+    }
+
+    /// The peer's side told to echo as it receives: messages of several slots come back
+    /// byte for byte through `exchange`, and the goodbye ends it cleanly. Told so with a
+    /// fault to commit, it refuses rather than skip the fault.
+    #[test]
+    fn a_peer_that_echoes_as_it_receives_serves_exchanges_until_the_goodbye() {
+        for wake in [WakeMode::Blocking, WakeMode::BusyPoll] {
+            let acceptor = listen(
+                ChannelKind::Shm,
+                ListenOptions {
+                    wake: Some(wake),
+                    max_message: 4096,
+                    bind: None,
+                },
+            )
+            .unwrap();
+            let mut config = config(acceptor.address());
+            config.echoes_as_it_receives = true;
+            let peer = std::thread::spawn(move || serve(&config));
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let mut channel = acceptor.accept(std::process::id(), deadline).unwrap();
+            let mut reply = Vec::new();
+            for len in [1, 4096, 4097, 9 * 4096 + 100] {
+                let request: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+                channel
+                    .exchange(&request, &mut reply, 1 << 20, deadline)
+                    .unwrap();
+                assert!(reply == request, "{wake:?}: {len} bytes");
+            }
+            channel
+                .exchange(&[], &mut reply, 1 << 20, deadline)
+                .unwrap();
+            assert_eq!(peer.join().unwrap(), Ok(()));
+        }
+        let acceptor = listen(
+            ChannelKind::Shm,
+            ListenOptions {
+                wake: Some(WakeMode::Blocking),
+                max_message: 4096,
+                bind: None,
+            },
+        )
+        .unwrap();
+        let mut config = config(acceptor.address());
+        config.echoes_as_it_receives = true;
+        config.fault = Some(Fault::new(FaultKind::Truncate, 0));
+        let refused = serve(&config).unwrap_err();
+        assert!(refused.contains("told to echo as it receives"), "{refused}");
+    }
 }

@@ -6,9 +6,12 @@
 //! adapts: a reply may be lost (resend, or count it lost, never accept a wrong one), and a
 //! send never waits for the reader (the datagram is dropped at the receiving socket).
 
-use crate::peer::{CHUNKED, CHUNKED_SEED, LIE_ANNOUNCED, LIE_LIMIT, LIE_SEED, ORDERED, SLOT};
+use crate::peer::{
+    CHUNKED, CHUNKED_SEED, LATE_BY, LIE_ANNOUNCED, LIE_LIMIT, LIE_SEED, ORDERED, SLOT,
+};
 use crate::support::{
-    bytes, compare, index_of, limit_of, ordered, HandMadeSegment, Peer, OP, PROMPT, SETUP,
+    bytes, compare, index_of, limit_of, ordered, HandMadeSegment, Peer, EXCHANGE_LIMIT, OP, PROMPT,
+    SETUP,
 };
 use ipc_matrix_transport::{
     listen, Channel, ChannelKind, ListenOptions, PeerAddress, TransportError, WakeMode,
@@ -90,6 +93,16 @@ pub const CHECKS: &[Check] = &[
         run: chunk_boundaries,
     },
     Check {
+        name: "exchange-echo",
+        applies: not_datagrams,
+        run: exchange_echo,
+    },
+    Check {
+        name: "exchange-with-a-late-peer",
+        applies: not_datagrams,
+        run: exchange_with_a_late_peer,
+    },
+    Check {
         name: "ordering",
         applies: always,
         run: ordering,
@@ -123,11 +136,21 @@ pub const CHECKS: &[Check] = &[
 
 /// The measuring side of a channel of `subject` to a new peer playing `role`.
 fn open(subject: Subject, role: &str) -> Result<(Box<dyn Channel>, Peer), String> {
+    open_for(subject, role, subject.limit())
+}
+
+/// [`open`] for messages of up to `max_message` bytes (shared memory: still slots of at
+/// most 1 MiB).
+fn open_for(
+    subject: Subject,
+    role: &str,
+    max_message: usize,
+) -> Result<(Box<dyn Channel>, Peer), String> {
     let acceptor = listen(
         subject.kind,
         ListenOptions {
             wake: subject.wake,
-            max_message: subject.limit(),
+            max_message,
             bind: None,
         },
     )
@@ -268,6 +291,87 @@ fn chunk_boundaries(subject: Subject) -> Result<(), String> {
         compare(&format!("the peer's {len}-byte message"), &message(i), &buf)?;
     }
     Ok(())
+}
+
+/// `exchange` with a peer that `echo`es, from 1 byte to more than a shared-memory ring
+/// (four and a half slots): every reply is its request byte for byte. The goodbye (an
+/// empty exchange) leaves the reply empty, is not sent back, and the peer exits cleanly
+/// on it. Over shared memory both sides are the transport's own (the request and its
+/// reply stream through at once, chunk by chunk); elsewhere they are the contract's
+/// defaults (send then recv; recv then send). UDP: not checked, a datagram's reply may be
+/// lost (the defaults are the same as a stream's).
+fn exchange_echo(subject: Subject) -> Result<(), String> {
+    let (mut channel, mut peer) = open_for(subject, "echoer", EXCHANGE_LIMIT)?;
+    let mut sizes = sizes_for(subject.limit());
+    sizes.retain(|&len| len > 0);
+    sizes.push(EXCHANGE_LIMIT);
+    let mut reply = Vec::new();
+    for (i, &len) in sizes.iter().enumerate() {
+        let request = bytes(0xec40_0000 + i as u64, len);
+        channel
+            .exchange(&request, &mut reply, EXCHANGE_LIMIT, Instant::now() + OP)
+            .map_err(|e| format!("exchanging the {len}-byte message: {e}"))
+            .map_err(with_stderr(&mut peer))?;
+        compare(
+            &format!("the reply to the {len}-byte message"),
+            &request,
+            &reply,
+        )?;
+    }
+    channel
+        .exchange(&[], &mut reply, EXCHANGE_LIMIT, Instant::now() + OP)
+        .map_err(|e| format!("the goodbye: {e}"))
+        .map_err(with_stderr(&mut peer))?;
+    if !reply.is_empty() {
+        return Err(format!("the goodbye left a {}-byte reply", reply.len()));
+    }
+    match peer.wait_exit(PROMPT) {
+        Some(status) if status.success() => {}
+        other => {
+            return Err(format!(
+                "the peer was to exit cleanly on the goodbye: {other:?}, {}",
+                peer.finish()
+            ))
+        }
+    }
+    let after = Instant::now() + Duration::from_millis(100);
+    match channel.recv(&mut reply, EXCHANGE_LIMIT, after) {
+        Ok(()) => Err(format!(
+            "a {}-byte message after the goodbye: it was sent back",
+            reply.len()
+        )),
+        Err(_) => Ok(()),
+    }
+}
+
+/// `exchange` with a peer that receives the whole request before it replies, and starts
+/// late (LATE_BY), with a request larger than a shared-memory ring. Shared memory takes
+/// reply chunks while it sends, which only a peer that echoes as it receives makes safe:
+/// with this one it must not hang, but fail with a Timeout at its deadline once the
+/// request's slots are full and no reply chunk comes. Every other transport sends the
+/// whole request, then receives (the default), and gets its reply.
+fn exchange_with_a_late_peer(subject: Subject) -> Result<(), String> {
+    let (mut channel, mut peer) = open_for(subject, "late-echo", EXCHANGE_LIMIT)?;
+    let request = bytes(0x1a7e, EXCHANGE_LIMIT);
+    let mut reply = Vec::new();
+    if subject.kind != ChannelKind::Shm {
+        channel
+            .exchange(&request, &mut reply, EXCHANGE_LIMIT, Instant::now() + OP)
+            .map_err(|e| format!("exchanging with the late peer: {e}"))
+            .map_err(with_stderr(&mut peer))?;
+        return compare("the late peer's reply", &request, &reply);
+    }
+    let wait = LATE_BY * 3;
+    let start = Instant::now();
+    let result = channel.exchange(&request, &mut reply, EXCHANGE_LIMIT, start + wait);
+    let took = start.elapsed();
+    match result {
+        Err(TransportError::Timeout { .. }) if took >= wait && took < wait + PROMPT => Ok(()),
+        other => Err(format!(
+            "expected a Timeout at the deadline, {wait:?} away; got {other:?} after {took:?}"
+        ))
+        .map_err(with_stderr(&mut peer)),
+    }
 }
 
 /// 10,000 messages arrive in the order sent, each whole, both ways: the peer checks the

@@ -3,7 +3,8 @@
 //! PEER_IDLE), and dies with its parent.
 
 use crate::support::{
-    bytes, compare, limit_of, ordered, PEER_ADDRESS_ENV, PEER_IDLE, PEER_PARENT_ENV, SETUP,
+    bytes, compare, exchange_limit_of, limit_of, ordered, PEER_ADDRESS_ENV, PEER_IDLE,
+    PEER_PARENT_ENV, SETUP,
 };
 use ipc_matrix_transport::{connect, die_with_parent, Channel, PeerAddress, TransportError};
 use std::io::Write;
@@ -34,6 +35,8 @@ pub const CHUNKED: [usize; 9] = [
 ];
 /// Seed of the chunk-boundary check's message `i`: this plus `i`.
 pub const CHUNKED_SEED: u64 = 0xc4_0000;
+/// How long the `late-echo` peer waits before it starts to receive.
+pub const LATE_BY: Duration = Duration::from_millis(500);
 
 /// Runs `role` and exits: 0 when it went as planned, 3 with the reason on stderr if not.
 pub fn main(role: &str) -> ! {
@@ -59,7 +62,10 @@ fn run(role: &str) -> Result<(), String> {
         &std::env::var(PEER_ADDRESS_ENV).map_err(|_| "no address in the environment")?,
     )
     .map_err(|e| format!("reading the address: {e}"))?;
-    let limit = limit_of(address.channel());
+    let limit = match role {
+        "echoer" | "late-echo" => exchange_limit_of(address.channel()),
+        _ => limit_of(address.channel()),
+    };
     if role == "liar" && address.channel().is_byte_stream() {
         return lie_on_the_wire(&address);
     }
@@ -76,6 +82,25 @@ fn run(role: &str) -> Result<(), String> {
                 Err(e) => return Err(e.to_string()),
             }
         },
+        // Echoes every message with `echo` (as it receives it, where the transport can)
+        // until the goodbye, which it does not send back, then exits.
+        "echoer" => loop {
+            match channel.echo(&mut buf, limit, idle()) {
+                Ok(0) => return Ok(()),
+                Ok(_) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        },
+        // Waits LATE_BY, then receives one whole message before it sends it back: a peer
+        // that does not echo as it receives.
+        "late-echo" => {
+            std::thread::sleep(LATE_BY);
+            channel
+                .recv(&mut buf, limit, idle())
+                .map_err(|e| e.to_string())?;
+            channel.send(&buf, idle()).map_err(|e| e.to_string())?;
+            wait_for_close(channel)
+        }
         // Receives ORDERED messages and checks each, says "ok" (or what was wrong), then
         // sends ORDERED messages of its own.
         "sink-source" => {

@@ -18,6 +18,10 @@ pub const PEER_RUNNER_ENV: &str = "IPC_MATRIX_PEER_RUNNER";
 
 /// The largest message of the stream and shared-memory checks (4 slots of 1 MiB).
 pub const LIMIT: usize = 4 << 20;
+/// The largest message of the exchange checks: four and a half slots of 1 MiB, more than
+/// a shared-memory ring holds (4 slots), so the request and its reply must stream through
+/// at once.
+pub const EXCHANGE_LIMIT: usize = 9 << 19;
 /// The largest UDP datagram payload: UDP's limit.
 pub const UDP_LIMIT: usize = 65_507;
 /// Starting the peer under QEMU and connecting takes a while.
@@ -36,6 +40,16 @@ pub fn limit_of(kind: ChannelKind) -> usize {
         UDP_LIMIT
     } else {
         LIMIT
+    }
+}
+
+/// The limit of the exchange checks' messages: a datagram's for UDP, [`EXCHANGE_LIMIT`]
+/// for every other channel.
+pub fn exchange_limit_of(kind: ChannelKind) -> usize {
+    if kind == ChannelKind::Udp {
+        UDP_LIMIT
+    } else {
+        EXCHANGE_LIMIT
     }
 }
 
