@@ -740,6 +740,16 @@ impl ShmChannel {
                 },
             )));
         }
+        // Every chunk but the last fills its slot: so a message has at most as many
+        // chunks as its length says, and a producer that keeps publishing short ones
+        // (empty ones that say more follows) cannot keep the receive going past its
+        // deadline, which is only looked at while waiting.
+        if published.more && chunk != self.layout.slot_size {
+            return Err(TransportError::Corrupt(format!(
+                "a {chunk}-byte chunk says more follows, but only the last chunk of a message may be shorter than its slot ({} bytes)",
+                self.layout.slot_size
+            )));
+        }
         message.taken = taken;
         Ok(Chunk {
             // SAFETY: the slot's bytes start SLOT_HEADER into it.
@@ -1251,6 +1261,18 @@ mod tests {
                 "a chunk announced a 12288-byte message inside a 8192-byte one"
             ),
             other => panic!("{other:?}"),
+        }
+        // Shorter than its slot, yet more follows: empty ones could come for ever.
+        for short in [0, 100] {
+            let (_owner, mut peer) = both_ends(WakeMode::BusyPoll);
+            forge_chunk(&peer, 0, (short, true), 8192);
+            match receive(&mut peer, limit) {
+                Err(TransportError::Corrupt(why)) => assert_eq!(
+                    why,
+                    format!("a {short}-byte chunk says more follows, but only the last chunk of a message may be shorter than its slot (4096 bytes)")
+                ),
+                other => panic!("{other:?}"),
+            }
         }
         // Forged the same way, two chunks that fit are one message.
         let (_owner, mut peer) = both_ends(WakeMode::BusyPoll);
