@@ -136,6 +136,11 @@ struct RingControl {
 // The layout unsafe code relies on, checked when this compiles: the header fits before
 // the ring controls, both ring controls fit before the slots, and slots start 64-aligned
 // (a slot's u64 message length is written at offset 8 of it).
+// The pipelined exchange needs two slots at least: with one, the peer publishes a reply
+// chunk while the request's only slot is still full, and the measuring side, having
+// taken it, would wait for a reply that cannot come before that slot is free.
+const _: () = assert!(SLOTS >= 2);
+
 const _: () = {
     assert!(std::mem::size_of::<Header>() <= RINGS_AT);
     assert!(RINGS_AT.is_multiple_of(std::mem::align_of::<RingControl>()));
@@ -891,10 +896,12 @@ impl ShmChannel {
         let mut sent = 0;
         loop {
             let next = *tail;
-            // Before the first request chunk is out, no reply chunk is due.
-            let ready = match sent {
-                0 => None,
-                _ => Some(Published::unpack(ring.head.value.load(Ordering::Acquire)))
+            // Before the first request chunk is out, no reply chunk is due; after the
+            // last, the reply is waited for as `recv` waits (whether or not it is there
+            // yet), so that the counted instructions do not depend on when it comes.
+            let ready = match sent > 0 && sent < request.len() {
+                false => None,
+                true => Some(Published::unpack(ring.head.value.load(Ordering::Acquire)))
                     .filter(|head| head.count != next),
             };
             let published = match ready {
@@ -1483,6 +1490,15 @@ mod tests {
         for wake in [WakeMode::Blocking, WakeMode::BusyPoll] {
             let (mut owner, mut peer) = both_ends(wake);
             let late = std::thread::spawn(move || {
+                // Once the measuring side has filled the ring it only waits for a reply
+                // chunk; a peer that starts reading earlier lets it send on.
+                let full = Instant::now() + Duration::from_secs(5);
+                let published = || {
+                    Published::unpack(peer.ring(peer.rx).head.value.load(Ordering::Acquire)).count
+                };
+                while published() < SLOTS && Instant::now() < full {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
                 std::thread::sleep(Duration::from_millis(100));
                 let mut buf = Vec::new();
                 peer.recv(&mut buf, 1 << 20, Instant::now() + Duration::from_secs(1))?;
