@@ -41,6 +41,9 @@ const TIME_BUDGET: Duration = Duration::from_secs(2);
 const PROBE_DEADLINE: Duration = Duration::from_secs(20);
 /// The longest wait of one socket call of a probe: its other side is gone.
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often an idle socket responder looks whether its probe was closed: it waits
+/// between the blocks of a cell, for as long as the cell takes.
+const RESPONDER_WAKE: Duration = Duration::from_millis(250);
 
 /// The probe that stands for `cell`, if its kind has one: the request/reply kinds by
 /// their transport (shared memory by its wake mode). Fan, load and logging cells have
@@ -70,13 +73,16 @@ pub fn probe_for(cell: &Cell) -> Option<FloorProbe> {
     })
 }
 
-/// A probe holds at most four copies of its payload at once (a buffer each way and the
-/// two ends' own), while the cell runs: measured only when the cell fits next to those.
+/// A probe holds at most four copies of its payload (the request and reply of each end,
+/// or of the measuring end and a buffer each way) and the shared-memory handoff two
+/// rings of chunks besides, while the cell runs: measured only when the cell fits next
+/// to those.
 fn fits_in_memory(cell: &Cell) -> bool {
     let Some(available) = ipc_matrix_spec::available_memory() else {
         return true;
     };
-    let probe_need = cell.payload_bytes.saturating_mul(4);
+    let rings = 2 * u64::from(RING) * cell.payload_bytes.min(CHUNK as u64);
+    let probe_need = cell.payload_bytes.saturating_mul(4).saturating_add(rings);
     probe_need <= available && ipc_matrix_spec::check_memory(cell, available - probe_need).is_ok()
 }
 
@@ -108,8 +114,8 @@ pub fn floor_for(cell: &Cell, placement: Placement) -> Option<Floor> {
     })
 }
 
-/// Blocks a cell's floor is timed in, one before each tenth of the cell's own measured
-/// round trips.
+/// Blocks a cell's floor is timed in at most, one before each tenth (rounded up) of the
+/// cell's own measured round trips: fewer when that leaves too few round trips for ten.
 const BLOCKS: u64 = 10;
 
 /// The floor of `cell` on `placement` as the cell runner measures it: in blocks between
@@ -233,7 +239,8 @@ impl InterleavedFloor {
         run_probe(self.probe, self.len, rounds, self.peer_cpu)
     }
 
-    /// Stops the responder; the floor, if every block ran.
+    /// Stops the responder; the floor of the blocks that ran (all of them unless the cell
+    /// ended early), `None` if one failed.
     pub(crate) fn finish(mut self) -> Option<Floor> {
         if let Some(open) = self.open.take() {
             open.close().ok()?;
@@ -344,6 +351,9 @@ fn open_probe(probe: FloorProbe, len: usize, peer_cpu: usize) -> Result<OpenProb
                 s.set_read_timeout(Some(CALL_TIMEOUT)).map_err(text)?;
                 s.set_write_timeout(Some(CALL_TIMEOUT)).map_err(text)?;
             }
+            theirs
+                .set_read_timeout(Some(RESPONDER_WAKE))
+                .map_err(text)?;
             stream_ping_pong(
                 len,
                 peer_cpu,
@@ -361,6 +371,9 @@ fn open_probe(probe: FloorProbe, len: usize, peer_cpu: usize) -> Result<OpenProb
                 s.set_read_timeout(Some(CALL_TIMEOUT)).map_err(text)?;
                 s.set_write_timeout(Some(CALL_TIMEOUT)).map_err(text)?;
             }
+            theirs
+                .set_read_timeout(Some(RESPONDER_WAKE))
+                .map_err(text)?;
             stream_ping_pong(
                 len,
                 peer_cpu,
@@ -471,14 +484,23 @@ where
     W: Write + Send + 'static,
     S: Read + Write + Send + 'static,
 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = stop.clone();
     let responder = responder(peer_cpu, move || {
         let mut buf = vec![0u8; len];
         loop {
-            match theirs.read_exact(&mut buf) {
-                Ok(()) => {}
-                // The measuring side closed its end: done.
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-                Err(e) => return Err(format!("responder read: {e}")),
+            // Between the blocks of a cell, as long as the cell takes: each read waits
+            // at most RESPONDER_WAKE, and then goes on unless the probe is closed.
+            let mut got = 0;
+            while got < len {
+                match theirs.read(&mut buf[got..]) {
+                    // The measuring side closed its end: done.
+                    Ok(0) => return Ok(()),
+                    Ok(n) => got += n,
+                    Err(e) if is_timeout(&e) && !stopped.load(Ordering::Relaxed) => {}
+                    Err(e) if is_timeout(&e) => return Ok(()),
+                    Err(e) => return Err(format!("responder read: {e}")),
+                }
             }
             theirs
                 .write_all(&buf)
@@ -493,8 +515,18 @@ where
             tx.write_all(&request).map_err(|e| format!("write: {e}"))?;
             rx.read_exact(&mut reply).map_err(|e| format!("read: {e}"))
         }),
-        stop: Box::new(|| {}),
+        stop: Box::new(move || stop.store(true, Ordering::Relaxed)),
     })
+}
+
+/// A blocking call that gave up at its socket timeout.
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
 }
 
 /// Ping-pong of one datagram each way; closing sends the empty datagram that says
@@ -510,12 +542,21 @@ fn udp_ping_pong(len: usize, peer_cpu: usize) -> Result<OpenProbe, String> {
     for s in [&ours, &theirs] {
         s.set_read_timeout(Some(CALL_TIMEOUT)).map_err(text)?;
     }
+    theirs
+        .set_read_timeout(Some(RESPONDER_WAKE))
+        .map_err(text)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = stop.clone();
     let responder = responder(peer_cpu, move || {
         let mut buf = vec![0u8; len.max(1)];
         loop {
-            let got = theirs
-                .recv(&mut buf)
-                .map_err(|e| format!("responder recv: {e}"))?;
+            // As the stream responder: idle between blocks for as long as the cell takes.
+            let got = match theirs.recv(&mut buf) {
+                Ok(got) => got,
+                Err(e) if is_timeout(&e) && !stopped.load(Ordering::Relaxed) => continue,
+                Err(e) if is_timeout(&e) => return Ok(()),
+                Err(e) => return Err(format!("responder recv: {e}")),
+            };
             // An empty datagram says goodbye.
             if got == 0 {
                 return Ok(());
@@ -539,6 +580,7 @@ fn udp_ping_pong(len: usize, peer_cpu: usize) -> Result<OpenProbe, String> {
             }
         }),
         stop: Box::new(move || {
+            stop.store(true, Ordering::Relaxed);
             let _ = goodbye.send(&[]);
         }),
     })
@@ -1010,6 +1052,35 @@ scenarios:
         }
         let _ = peer.kill();
         let _ = peer.wait();
+    }
+
+    /// A floor's responder waits between blocks for as long as the cell takes, well past
+    /// its socket's timeout, and the floor is not lost.
+    #[test]
+    fn a_floors_responder_outlasts_a_long_gap_between_blocks() {
+        let placement = crate::placement::choose();
+        if placement.peer_cpu.is_none() || emulated() {
+            eprintln!("skipped: no two CPUs to pin the probes to, or emulated");
+            return;
+        }
+        let _pinned = crate::placement::PinnedThread::pin(placement.measurer_cpu).unwrap();
+        let cells = cells();
+        for id in [
+            "echo::tcp::200B",
+            "echo::udp::200B",
+            "echo::local::200B",
+            "echo::pipe::200B",
+            "echo::shm-blocking::200B",
+        ] {
+            let mut cell = cells.iter().find(|c| c.id == id).unwrap().clone();
+            cell.iterations = 2;
+            let mut floor = cell_floor(&cell, placement).expect(id);
+            floor.before_round_trip(0, || None);
+            std::thread::sleep(RESPONDER_WAKE * 3);
+            floor.before_round_trip(1, || None);
+            let floor = floor.finish().unwrap_or_else(|| panic!("{id}: lost"));
+            assert_eq!((floor.blocks, floor.round_trips), (2, 2), "{id}");
+        }
     }
 
     /// The shared-memory handoff echoes every byte, in order, for a payload of one chunk,

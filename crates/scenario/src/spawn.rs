@@ -287,9 +287,17 @@ pub(crate) struct PausedPeer {
 }
 
 impl Drop for PausedPeer {
+    /// Continues the group, and waits (at most [`PAUSE_WITHIN`]) until its leader is seen
+    /// running again, so that the cell's next round trip does not time its waking.
     fn drop(&mut self) {
         // SAFETY: kill on integers.
-        unsafe { libc::kill(-self.group, libc::SIGCONT) };
+        if unsafe { libc::kill(-self.group, libc::SIGCONT) } != 0 {
+            return;
+        }
+        let until = Instant::now() + PAUSE_WITHIN;
+        while stopped(self.group) && Instant::now() < until {
+            std::thread::sleep(Duration::from_micros(50));
+        }
     }
 }
 
