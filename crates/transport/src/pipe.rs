@@ -147,6 +147,7 @@ fn framed(read: OwnedFd, write: OwnedFd) -> Result<Framed<PipeStream>, Transport
         write,
         read_timeout: Duration::ZERO,
         write_timeout: Duration::ZERO,
+        read_waits_first: false,
     })
     .map_err(TransportError::io("setting pipe timeouts"))
 }
@@ -158,15 +159,26 @@ pub struct PipeStream {
     write: OwnedFd,
     read_timeout: Duration,
     write_timeout: Duration,
+    /// The last read had to wait for its bytes (and did not fill its buffer): the next
+    /// one waits for readiness first. In a ping-pong every read must wait, and trying the
+    /// read first cost one more system call per message (read, poll, read), about 5 % of
+    /// a 45 us round trip of 200 B on a 2-vCPU VM.
+    read_waits_first: bool,
 }
 
 impl Read for PipeStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let fd = self.read.as_raw_fd();
+        let len = buf.len();
+        let wait_first = self.read_waits_first;
         // SAFETY: `buf` is valid for writes of its length.
-        io_loop(fd, libc::POLLIN, self.read_timeout, || unsafe {
-            libc::read(fd, buf.as_mut_ptr().cast(), buf.len())
-        })
+        let (got, waited) = io_loop(fd, libc::POLLIN, self.read_timeout, wait_first, || unsafe {
+            libc::read(fd, buf.as_mut_ptr().cast(), len)
+        })?;
+        // A read that filled its buffer may well find more bytes waiting: try the next
+        // one first again.
+        self.read_waits_first = waited && got < len;
+        Ok(got)
     }
 }
 
@@ -174,9 +186,10 @@ impl Write for PipeStream {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         let fd = self.write.as_raw_fd();
         // SAFETY: `data` is valid for reads of its length.
-        io_loop(fd, libc::POLLOUT, self.write_timeout, || unsafe {
+        io_loop(fd, libc::POLLOUT, self.write_timeout, false, || unsafe {
             libc::write(fd, data.as_ptr().cast(), data.len())
         })
+        .map(|(written, _)| written)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -195,19 +208,25 @@ impl TimedStream for PipeStream {
     }
 }
 
-/// Tries `op` on non-blocking `fd`; when it would block, waits up to `timeout` for `events`
-/// and tries once more. `TimedOut` when the wait ran out (the caller checks its deadline).
+/// Tries `op` on non-blocking `fd` (after waiting up to `timeout` for `events`, when
+/// `wait_first`); when it would block, waits up to `timeout` and tries once more.
+/// `TimedOut` when the wait ran out (the caller checks its deadline). Also says whether
+/// it waited.
 fn io_loop(
     fd: RawFd,
     events: libc::c_short,
     timeout: Duration,
+    wait_first: bool,
     mut op: impl FnMut() -> libc::ssize_t,
-) -> io::Result<usize> {
-    let mut waited = false;
+) -> io::Result<(usize, bool)> {
+    if wait_first {
+        wait_for(fd, events, timeout)?;
+    }
+    let mut waited = wait_first;
     loop {
         let n = op();
         if n >= 0 {
-            return Ok(n as usize);
+            return Ok((n as usize, waited));
         }
         let e = io::Error::last_os_error();
         match e.kind() {
@@ -287,4 +306,48 @@ fn set_fd_flag(fd: RawFd, get: libc::c_int, set: libc::c_int, flag: libc::c_int)
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream() -> (PipeStream, OwnedFd) {
+        let (read, theirs) = pipe().unwrap();
+        let (_, write) = pipe().unwrap();
+        set_fd_flag(read.as_raw_fd(), libc::F_GETFL, libc::F_SETFL, libc::O_NONBLOCK).unwrap();
+        let stream = PipeStream {
+            read,
+            write,
+            read_timeout: Duration::from_secs(5),
+            write_timeout: Duration::from_secs(5),
+            read_waits_first: false,
+        };
+        (stream, theirs)
+    }
+
+    /// A read that had to wait makes the next one wait for readiness first; one that
+    /// fills its buffer (more may be waiting) makes the next one try first again. Either
+    /// way every byte arrives, in order.
+    #[test]
+    fn a_read_that_had_to_wait_makes_the_next_one_wait_first() {
+        let (mut stream, theirs) = stream();
+        let writer = std::thread::spawn(move || {
+            let mut theirs = std::fs::File::from(theirs);
+            std::thread::sleep(Duration::from_millis(50));
+            theirs.write_all(b"abc").unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            theirs.write_all(b"defgh").unwrap();
+        });
+        let mut buf = [0u8; 8];
+        assert_eq!(stream.read(&mut buf).unwrap(), 3);
+        assert!(stream.read_waits_first, "the first read waited");
+        let mut exact = [0u8; 5];
+        assert_eq!(stream.read(&mut exact).unwrap(), 5);
+        assert_eq!(&exact, b"defgh");
+        assert!(!stream.read_waits_first, "a full buffer: try first next time");
+        writer.join().unwrap();
+        // The writer is gone: the end of the stream, at once, whichever way is tried.
+        assert_eq!(stream.read(&mut buf).unwrap(), 0);
+    }
 }
