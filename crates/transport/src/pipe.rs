@@ -315,7 +315,13 @@ mod tests {
     fn stream() -> (PipeStream, OwnedFd) {
         let (read, theirs) = pipe().unwrap();
         let (_, write) = pipe().unwrap();
-        set_fd_flag(read.as_raw_fd(), libc::F_GETFL, libc::F_SETFL, libc::O_NONBLOCK).unwrap();
+        set_fd_flag(
+            read.as_raw_fd(),
+            libc::F_GETFL,
+            libc::F_SETFL,
+            libc::O_NONBLOCK,
+        )
+        .unwrap();
         let stream = PipeStream {
             read,
             write,
@@ -345,7 +351,10 @@ mod tests {
         let mut exact = [0u8; 5];
         assert_eq!(stream.read(&mut exact).unwrap(), 5);
         assert_eq!(&exact, b"defgh");
-        assert!(!stream.read_waits_first, "a full buffer: try first next time");
+        assert!(
+            !stream.read_waits_first,
+            "a full buffer: try first next time"
+        );
         writer.join().unwrap();
         // The writer is gone: the end of the stream, at once, whichever way is tried.
         assert_eq!(stream.read(&mut buf).unwrap(), 0);
