@@ -990,18 +990,27 @@ scenarios:
         }
     }
 
+    /// The cells' placement with this thread pinned to its measuring CPU; `None` (and a
+    /// note) where the probes cannot be pinned to two CPUs or nothing is measured.
+    fn pinned_for_interleaved_floors() -> Option<(Placement, crate::placement::PinnedThread)> {
+        let placement = crate::placement::choose();
+        if placement.peer_cpu.is_none() || emulated() {
+            eprintln!("skipped: no two CPUs to pin the probes to, or emulated");
+            return None;
+        }
+        let pinned = crate::placement::PinnedThread::pin(placement.measurer_cpu).unwrap();
+        Some((placement, pinned))
+    }
+
     /// A floor interleaved with its cell times all of the cell's round trips, shared out
     /// over blocks at even spacing (ten at most; fewer when the cell has fewer round
     /// trips than ten times the spacing), and only when a block is due; the peer of a
     /// busy-polling cell is stopped while each block runs and continued after it.
     #[test]
     fn an_interleaved_floor_times_the_cells_round_trips_in_blocks() {
-        let placement = crate::placement::choose();
-        if placement.peer_cpu.is_none() || emulated() {
-            eprintln!("skipped: no two CPUs to pin the probes to, or emulated");
+        let Some((placement, _pinned)) = pinned_for_interleaved_floors() else {
             return;
-        }
-        let _pinned = crate::placement::PinnedThread::pin(placement.measurer_cpu).unwrap();
+        };
         let cells = cells();
         let by_id = |id: &str| cells.iter().find(|c| c.id == id).unwrap().clone();
         // A stand-in for a busy-polling peer: a process in a group of its own.
@@ -1058,12 +1067,9 @@ scenarios:
     /// its socket's timeout, and the floor is not lost.
     #[test]
     fn a_floors_responder_outlasts_a_long_gap_between_blocks() {
-        let placement = crate::placement::choose();
-        if placement.peer_cpu.is_none() || emulated() {
-            eprintln!("skipped: no two CPUs to pin the probes to, or emulated");
+        let Some((placement, _pinned)) = pinned_for_interleaved_floors() else {
             return;
-        }
-        let _pinned = crate::placement::PinnedThread::pin(placement.measurer_cpu).unwrap();
+        };
         let cells = cells();
         for id in [
             "echo::tcp::200B",
