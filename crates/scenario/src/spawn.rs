@@ -303,11 +303,10 @@ impl Drop for PausedPeer {
 
 /// True when process `pid` is stopped by a signal (state `T` in /proc/<pid>/stat).
 pub(crate) fn stopped(pid: libc::pid_t) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            == Some("T")
-    })
+    matches!(
+        ipc_matrix_transport::process_state(pid as u32),
+        Ok(Some('T'))
+    )
 }
 
 impl Drop for PeerProcess {

@@ -67,13 +67,21 @@ pub fn process_alive(pid: u32) -> bool {
         return false;
     }
     // A child that died stays a zombie until its parent reaps it; kill(0) still succeeds.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_none_or(|state| state != "Z" && state != "X"),
+    match process_state(pid) {
+        Ok(state) => state.is_none_or(|state| state != 'Z' && state != 'X'),
         Err(_) => false,
     }
+}
+
+/// The state letter of process `pid` in /proc/<pid>/stat (`R`, `S`, `T`, `Z`, ...):
+/// `Ok(None)` when the line has none, an error when the file cannot be read.
+pub fn process_state(pid: u32) -> std::io::Result<Option<char>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // After the command name, which is in parentheses and may hold anything.
+    Ok(stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .and_then(|state| state.chars().next()))
 }
 
 /// Fails with `PeerGone` when process `pid` no longer runs; `when` ends the sentence.
