@@ -107,6 +107,16 @@ pub struct PeerConfig {
 }
 
 impl PeerConfig {
+    /// Whether something the peer does needs each whole message before it replies: a
+    /// codec (decode, encode), a fault (at an offset of the whole), a delay or extra work
+    /// (before the reply). Such a peer cannot echo as it receives.
+    pub(crate) fn needs_whole_messages(&self) -> bool {
+        self.codec.is_some()
+            || self.fault.is_some()
+            || self.delay.is_some()
+            || self.extra_work.is_some()
+    }
+
     /// The peer's part in its kind, as the kind's measuring side wrote it.
     pub(crate) fn role<R: DeserializeOwned>(&self) -> Result<R, String> {
         R::deserialize(&self.role).map_err(|e| format!("bad role {}: {e}", self.role))

@@ -95,10 +95,7 @@ fn echoes_as_it_receives(
     kind == ChannelKind::Shm
         && cell.peer.is_none()
         && codec.is_none()
-        && config.codec.is_none()
-        && config.fault.is_none()
-        && config.delay.is_none()
-        && config.extra_work.is_none()
+        && !config.needs_whole_messages()
 }
 
 /// The measuring side of a channel to an echoing peer.
@@ -221,11 +218,7 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
 /// every message goes back through [`Channel::echo`] (over shared memory chunk by chunk,
 /// as it arrives) until an empty one says goodbye.
 fn echo_as_received(config: &PeerConfig, channel: &mut dyn Channel) -> Result<(), String> {
-    if config.codec.is_some()
-        || config.fault.is_some()
-        || config.delay.is_some()
-        || config.extra_work.is_some()
-    {
+    if config.needs_whole_messages() {
         return Err(
             "told to echo as it receives, yet a codec, a fault, a delay or extra \
                     work needs each whole message first"
