@@ -1038,7 +1038,10 @@ scenarios:
                     assert!(crate::spawn::stopped(pid as i32), "{id}: not stopped");
                     paused
                 });
-                assert!(!crate::spawn::stopped(pid as i32), "{id}: still stopped");
+                assert!(
+                    !crate::spawn::partly_stopped(pid as i32),
+                    "{id}: still stopped"
+                );
                 timed_before.push(floor.samples.len() as u64);
             }
             let floor = floor.finish().expect("measured");

@@ -251,9 +251,9 @@ impl PeerProcess {
 
 impl PeerProcess {
     /// Stops the peer's process group (SIGSTOP) until the returned guard is dropped
-    /// (SIGCONT), once the peer is seen stopped: so that a floor can be timed on the CPU
-    /// that a busy-polling peer would otherwise spin on. `None` when it could not be
-    /// stopped within [`PAUSE_WITHIN`] (it is continued again then).
+    /// (SIGCONT), once every thread of the peer is seen stopped: so that a floor can be
+    /// timed on the CPU that a busy-polling peer would otherwise spin on. `None` when it
+    /// could not be stopped within [`PAUSE_WITHIN`] (it is continued again then).
     pub(crate) fn pause(&self) -> Option<PausedPeer> {
         pause_group(self.child.id())
     }
@@ -287,26 +287,31 @@ pub(crate) struct PausedPeer {
 }
 
 impl Drop for PausedPeer {
-    /// Continues the group, and waits (at most [`PAUSE_WITHIN`]) until its leader is seen
-    /// running again, so that the cell's next round trip does not time its waking.
+    /// Continues the group, and waits (at most [`PAUSE_WITHIN`]) until no thread of its
+    /// leader is seen stopped, so that the cell's next round trip does not time its waking.
     fn drop(&mut self) {
         // SAFETY: kill on integers.
         if unsafe { libc::kill(-self.group, libc::SIGCONT) } != 0 {
             return;
         }
         let until = Instant::now() + PAUSE_WITHIN;
-        while stopped(self.group) && Instant::now() < until {
+        while partly_stopped(self.group) && Instant::now() < until {
             std::thread::sleep(Duration::from_micros(50));
         }
     }
 }
 
-/// True when process `pid` is stopped by a signal (state `T` in /proc/<pid>/stat).
+/// True when every thread of process `pid` is stopped by a signal (state `T` in
+/// /proc/<pid>/task/*/stat). A stop reaches a process thread by thread: its first thread
+/// stopped says nothing of another that still spins.
 pub(crate) fn stopped(pid: libc::pid_t) -> bool {
-    matches!(
-        ipc_matrix_transport::process_state(pid as u32),
-        Ok(Some('T'))
-    )
+    ipc_matrix_transport::thread_states(pid as u32)
+        .is_ok_and(|states| !states.is_empty() && states.iter().all(|s| *s == Some('T')))
+}
+
+/// True when some thread of process `pid` is still stopped by a signal.
+pub(crate) fn partly_stopped(pid: libc::pid_t) -> bool {
+    ipc_matrix_transport::thread_states(pid as u32).is_ok_and(|states| states.contains(&Some('T')))
 }
 
 impl Drop for PeerProcess {

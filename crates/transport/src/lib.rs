@@ -23,8 +23,8 @@ pub use cleanup::{
 pub use error::TransportError;
 pub use ipc_matrix_spec::{ChannelKind, WakeMode};
 pub use platform::{
-    allowed_cpus, die_with_parent, futex_wait, futex_wake, process_alive, process_state,
-    set_thread_cpus, FutexWake,
+    allowed_cpus, die_with_parent, futex_wait, futex_wake, process_alive, set_thread_cpus,
+    thread_states, FutexWake,
 };
 
 use serde::{Deserialize, Serialize};

@@ -77,11 +77,31 @@ pub fn process_alive(pid: u32) -> bool {
 /// `Ok(None)` when the line has none, an error when the file cannot be read.
 pub fn process_state(pid: u32) -> std::io::Result<Option<char>> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // After the command name, which is in parentheses and may hold anything.
-    Ok(stat
-        .rsplit_once(')')
+    Ok(state_letter(&stat))
+}
+
+/// The state letter of every thread of process `pid` (/proc/<pid>/task/<tid>/stat), in
+/// no particular order: a signal stops a process thread by thread, so whether all of it
+/// has stopped (or runs again) is told by all of its threads, not by its first one. A
+/// thread that exits while they are read is left out.
+pub fn thread_states(pid: u32) -> std::io::Result<Vec<Option<char>>> {
+    let mut states = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        match std::fs::read_to_string(task?.path().join("stat")) {
+            Ok(stat) => states.push(state_letter(&stat)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(states)
+}
+
+/// The state letter of a /proc stat line: the first field after the command name, which
+/// is in parentheses and may hold anything (parentheses too).
+fn state_letter(stat: &str) -> Option<char> {
+    stat.rsplit_once(')')
         .and_then(|(_, rest)| rest.split_whitespace().next())
-        .and_then(|state| state.chars().next()))
+        .and_then(|state| state.chars().next())
 }
 
 /// Fails with `PeerGone` when process `pid` no longer runs; `when` ends the sentence.
@@ -140,4 +160,52 @@ pub fn set_thread_cpus(cpus: &[usize]) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every thread of a process is read, each with its own state.
+    #[test]
+    fn thread_states_reads_every_thread_of_a_process() {
+        let started = std::sync::Arc::new(std::sync::Barrier::new(4));
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let released = std::sync::Arc::new(std::sync::Mutex::new(released));
+        let threads: Vec<_> = (0..3)
+            .map(|_| {
+                let (started, released) = (started.clone(), released.clone());
+                std::thread::spawn(move || {
+                    started.wait();
+                    // Blocks until `release` is dropped.
+                    let _ = released.lock().unwrap().recv();
+                })
+            })
+            .collect();
+        started.wait();
+        let states = thread_states(current_pid()).unwrap();
+        drop(release);
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        // This thread, the three waiting ones, and whatever the test harness runs.
+        assert!(states.len() >= 4, "{states:?}");
+        assert!(
+            states.iter().all(|s| s.is_some_and(|s| "RSD".contains(s))),
+            "{states:?}"
+        );
+    }
+
+    #[test]
+    fn the_state_letter_follows_the_last_parenthesis_of_the_command_name() {
+        assert_eq!(state_letter("42 (a) b) T 1 2"), Some('T'));
+        assert_eq!(state_letter("42 (sleep) S 1"), Some('S'));
+        assert_eq!(state_letter("42 (sleep)"), None);
+        assert_eq!(state_letter("garbage"), None);
+    }
+
+    #[test]
+    fn a_process_that_does_not_exist_has_no_threads_to_read() {
+        assert!(thread_states(u32::MAX).is_err());
+    }
 }
