@@ -89,7 +89,14 @@ pub fn thread_states(pid: u32) -> std::io::Result<Vec<Option<char>>> {
     for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
         match std::fs::read_to_string(task?.path().join("stat")) {
             Ok(stat) => states.push(state_letter(&stat)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            // Gone between the listing and the read (ENOENT, or ESRCH for one that is
+            // still listed).
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    || e.raw_os_error() == Some(libc::ESRCH) =>
+            {
+                continue
+            }
             Err(e) => return Err(e),
         }
     }
