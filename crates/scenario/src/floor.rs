@@ -347,13 +347,10 @@ fn open_probe(probe: FloorProbe, len: usize, peer_cpu: usize) -> Result<OpenProb
         FloorProbe::Futex => handoff(len, peer_cpu, Wait::Futex),
         FloorProbe::UnixStream => {
             let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(text)?;
-            for s in [&ours, &theirs] {
-                s.set_read_timeout(Some(CALL_TIMEOUT)).map_err(text)?;
+            for (s, read) in [(&ours, CALL_TIMEOUT), (&theirs, RESPONDER_WAKE)] {
+                s.set_read_timeout(Some(read)).map_err(text)?;
                 s.set_write_timeout(Some(CALL_TIMEOUT)).map_err(text)?;
             }
-            theirs
-                .set_read_timeout(Some(RESPONDER_WAKE))
-                .map_err(text)?;
             stream_ping_pong(
                 len,
                 peer_cpu,
@@ -366,14 +363,11 @@ fn open_probe(probe: FloorProbe, len: usize, peer_cpu: usize) -> Result<OpenProb
             let ours =
                 std::net::TcpStream::connect(listener.local_addr().map_err(text)?).map_err(text)?;
             let (theirs, _) = listener.accept().map_err(text)?;
-            for s in [&ours, &theirs] {
+            for (s, read) in [(&ours, CALL_TIMEOUT), (&theirs, RESPONDER_WAKE)] {
                 s.set_nodelay(true).map_err(text)?;
-                s.set_read_timeout(Some(CALL_TIMEOUT)).map_err(text)?;
+                s.set_read_timeout(Some(read)).map_err(text)?;
                 s.set_write_timeout(Some(CALL_TIMEOUT)).map_err(text)?;
             }
-            theirs
-                .set_read_timeout(Some(RESPONDER_WAKE))
-                .map_err(text)?;
             stream_ping_pong(
                 len,
                 peer_cpu,
@@ -497,9 +491,8 @@ where
                     // The measuring side closed its end: done.
                     Ok(0) => return Ok(()),
                     Ok(n) => got += n,
-                    Err(e) if is_timeout(&e) && !stopped.load(Ordering::Relaxed) => {}
-                    Err(e) if is_timeout(&e) => return Ok(()),
-                    Err(e) => return Err(format!("responder read: {e}")),
+                    Err(e) if waits_on(&e, &stopped, "read")? => {}
+                    Err(_) => return Ok(()),
                 }
             }
             theirs
@@ -519,14 +512,14 @@ where
     })
 }
 
-/// A blocking call that gave up at its socket timeout.
-fn is_timeout(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock
-            | std::io::ErrorKind::TimedOut
-            | std::io::ErrorKind::Interrupted
-    )
+/// What an idle responder does when a read failed with `e`: waits on (`true`) when it
+/// only gave up at the responder's wake-up timeout while the probe is open, stops
+/// (`false`) once the probe is closed, and fails on anything else.
+fn waits_on(e: &std::io::Error, stopped: &AtomicBool, doing: &str) -> Result<bool, String> {
+    match ipc_matrix_transport::is_retry(e) {
+        true => Ok(!stopped.load(Ordering::Relaxed)),
+        false => Err(format!("responder {doing}: {e}")),
+    }
 }
 
 /// Ping-pong of one datagram each way; closing sends the empty datagram that says
@@ -539,12 +532,9 @@ fn udp_ping_pong(len: usize, peer_cpu: usize) -> Result<OpenProbe, String> {
     theirs
         .connect(ours.local_addr().map_err(text)?)
         .map_err(text)?;
-    for s in [&ours, &theirs] {
-        s.set_read_timeout(Some(CALL_TIMEOUT)).map_err(text)?;
+    for (s, read) in [(&ours, CALL_TIMEOUT), (&theirs, RESPONDER_WAKE)] {
+        s.set_read_timeout(Some(read)).map_err(text)?;
     }
-    theirs
-        .set_read_timeout(Some(RESPONDER_WAKE))
-        .map_err(text)?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopped = stop.clone();
     let responder = responder(peer_cpu, move || {
@@ -553,9 +543,8 @@ fn udp_ping_pong(len: usize, peer_cpu: usize) -> Result<OpenProbe, String> {
             // As the stream responder: idle between blocks for as long as the cell takes.
             let got = match theirs.recv(&mut buf) {
                 Ok(got) => got,
-                Err(e) if is_timeout(&e) && !stopped.load(Ordering::Relaxed) => continue,
-                Err(e) if is_timeout(&e) => return Ok(()),
-                Err(e) => return Err(format!("responder recv: {e}")),
+                Err(e) if waits_on(&e, &stopped, "recv")? => continue,
+                Err(_) => return Ok(()),
             };
             // An empty datagram says goodbye.
             if got == 0 {

@@ -206,7 +206,9 @@ pub fn poll_accept<T>(
     }
 }
 
-fn is_retry(e: &io::Error) -> bool {
+/// A blocking call that gave up at its timeout (or would block, or was interrupted): the
+/// caller looks at its own deadline and tries again.
+pub fn is_retry(e: &io::Error) -> bool {
     matches!(
         e.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted

@@ -21,6 +21,7 @@ pub use cleanup::{
     remove_stale_artifacts, remove_stale_artifacts_in, unnamed_file, PrivateDir, ARTIFACT_PREFIX,
 };
 pub use error::TransportError;
+pub use framing::is_retry;
 pub use ipc_matrix_spec::{ChannelKind, WakeMode};
 pub use platform::{
     allowed_cpus, die_with_parent, futex_wait, futex_wake, process_alive, set_thread_cpus,

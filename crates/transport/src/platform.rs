@@ -75,7 +75,7 @@ pub fn process_alive(pid: u32) -> bool {
 
 /// The state letter of process `pid` in /proc/<pid>/stat (`R`, `S`, `T`, `Z`, ...):
 /// `Ok(None)` when the line has none, an error when the file cannot be read.
-pub fn process_state(pid: u32) -> std::io::Result<Option<char>> {
+fn process_state(pid: u32) -> std::io::Result<Option<char>> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
     Ok(state_letter(&stat))
 }
@@ -176,22 +176,24 @@ mod tests {
     /// Every thread of a process is read, each with its own state.
     #[test]
     fn thread_states_reads_every_thread_of_a_process() {
-        let started = std::sync::Arc::new(std::sync::Barrier::new(4));
-        let (release, released) = std::sync::mpsc::channel::<()>();
-        let released = std::sync::Arc::new(std::sync::Mutex::new(released));
+        // Three threads that wait until the states are read: at `read` to start, at `done`
+        // to end.
+        let (read, done) = (
+            std::sync::Arc::new(std::sync::Barrier::new(4)),
+            std::sync::Arc::new(std::sync::Barrier::new(4)),
+        );
         let threads: Vec<_> = (0..3)
             .map(|_| {
-                let (started, released) = (started.clone(), released.clone());
+                let (read, done) = (read.clone(), done.clone());
                 std::thread::spawn(move || {
-                    started.wait();
-                    // Blocks until `release` is dropped.
-                    let _ = released.lock().unwrap().recv();
+                    read.wait();
+                    done.wait();
                 })
             })
             .collect();
-        started.wait();
+        read.wait();
         let states = thread_states(current_pid()).unwrap();
-        drop(release);
+        done.wait();
         for thread in threads {
             thread.join().unwrap();
         }
