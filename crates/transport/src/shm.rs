@@ -899,9 +899,11 @@ impl ShmChannel {
             // Before the first request chunk is out, no reply chunk is due; after the
             // last, the reply is waited for as `recv` waits (whether or not it is there
             // yet), so that the counted instructions do not depend on when it comes.
-            let ready = (sent > 0 && sent < request.len())
-                .then(|| Published::unpack(ring.head.value.load(Ordering::Acquire)))
-                .filter(|head| head.count != next);
+            let ready = match sent > 0 && sent < request.len() {
+                false => None,
+                true => Some(Published::unpack(ring.head.value.load(Ordering::Acquire)))
+                    .filter(|head| head.count != next),
+            };
             let published = match ready {
                 Some(published) => published,
                 None if sent < request.len() && self.has_free_slot(*head, tail_seen) => {
