@@ -175,6 +175,11 @@ enum BaselineAction {
     },
 }
 
+/// Size classes when this process is counted, so that no count depends on where earlier
+/// allocations left the heap (paths, run ids); glibc's malloc otherwise.
+#[global_allocator]
+static HEAP: ipc_matrix_scenario::CountedHeap = ipc_matrix_scenario::CountedHeap::new();
+
 fn main() -> ExitCode {
     ipc_matrix_scenario::serve_if_requested();
     let color = ipc_matrix::term::color_arg(std::env::args_os());

@@ -18,6 +18,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// Size classes when this process is counted (see `CountedHeap`); glibc's malloc otherwise.
+#[global_allocator]
+static HEAP: ipc_matrix_scenario::CountedHeap = ipc_matrix_scenario::CountedHeap::new();
+
 fn main() -> ExitCode {
     ipc_matrix_scenario::serve_if_requested();
     let args = Arguments::from_args();

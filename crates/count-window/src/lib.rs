@@ -367,6 +367,7 @@ mod tests {
         assert!(error.contains("1 GiB"), "{error}");
     }
 
+pub mod heap;
     #[test]
     fn records_round_trip_through_json_lines() {
         let record = Record {

@@ -55,6 +55,8 @@ pub use external::{
 };
 pub use fault::{Fault, FaultKind, Spot};
 pub use floor::{emulated, floor_for, measure_floors, probe_for, SelectedFloor};
+/// The global allocator of a binary that runs cells: see its docs for why counts need it.
+pub use ipc_matrix_count_window::heap::CountedHeap;
 pub use payload::{pseudo_random_bytes, Payload};
 pub use peer::{PeerDelay, PEER_DELAY_CELLS_ENV, PEER_DELAY_ENV, PEER_EXTRA_WORK_ENV, SERVE_ARG};
 pub use placement::PIN_ENV;
