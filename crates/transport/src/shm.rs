@@ -603,6 +603,9 @@ impl ShmChannel {
         tail_seen: &mut u32,
         deadline: Instant,
     ) -> Result<(), TransportError> {
+        // Whether the tail last seen says the slot is free depends on when it was seen:
+        // the look is part of the wait, and never counted.
+        let _waiting = ipc_matrix_count_window::pause();
         let slots = self.layout.slots;
         if head.wrapping_sub(*tail_seen) >= slots {
             *tail_seen = self
@@ -621,6 +624,8 @@ impl ShmChannel {
     /// the consumer's tail, read once (and remembered in `tail_seen`).
     #[inline]
     fn has_free_slot(&self, head: u32, tail_seen: &mut u32) -> bool {
+        // Timing decides the answer: not counted (see wait_for_free_slot).
+        let _waiting = ipc_matrix_count_window::pause();
         let slots = self.layout.slots;
         if head.wrapping_sub(*tail_seen) < slots {
             return true;

@@ -218,7 +218,13 @@ fn wait_for(
             ));
         }
         let slice = left.min(POLL_SLICE).as_millis().max(1) as i64;
-        match socket.poll(events, slice) {
+        // libzmq's poll looks at the socket, sleeps and looks again: how often depends on
+        // when the other side answers, so it is not counted.
+        let polled = {
+            let _waiting = ipc_matrix_count_window::pause();
+            socket.poll(events, slice)
+        };
+        match polled {
             Ok(n) if n > 0 => return Ok(()),
             Ok(_) | Err(zmq::Error::EINTR) => {}
             Err(e) => return Err((FailureKind::Protocol, format!("polling: {e}"))),
@@ -255,8 +261,12 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
     let fault: Option<Fault> = config.fault;
     for index in 0u64.. {
         PeerCounting::open(config.count, index);
+        // The wait for the request is not counted (how often libzmq looks depends on when
+        // it comes); taking it, once it is there, is.
+        wait_for_request(&socket, config.idle_timeout)
+            .map_err(|e| format!("message {index}: {e}"))?;
         let mut message = socket
-            .recv_bytes(0)
+            .recv_bytes(zmq::DONTWAIT)
             .map_err(|e| format!("message {index}: {e}"))?;
         let last = message.is_empty();
         if !last {
@@ -275,4 +285,25 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The peer's wait for its next request, paused in the count; an error after `idle`.
+fn wait_for_request(socket: &zmq::Socket, idle: Duration) -> Result<(), String> {
+    let deadline = Instant::now() + idle;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!("no request within {idle:?}"));
+        }
+        let slice = left.min(POLL_SLICE).as_millis().max(1) as i64;
+        let polled = {
+            let _waiting = ipc_matrix_count_window::pause();
+            socket.poll(zmq::POLLIN, slice)
+        };
+        match polled {
+            Ok(n) if n > 0 => return Ok(()),
+            Ok(_) | Err(zmq::Error::EINTR) => {}
+            Err(e) => return Err(format!("polling: {e}")),
+        }
+    }
 }
