@@ -34,5 +34,5 @@ suite_target_args
 if [ -n "${IPC_MATRIX_TARGET:-}" ] && [ "$IPC_MATRIX_TARGET" != "$triple" ]; then
   die "IPC_MATRIX_TARGET is $IPC_MATRIX_TARGET, but this is the count pass of $triple"
 fi
-env "$var=$PWD/scripts/qemu-run $arch $arch-linux-gnu" IPC_MATRIX_EMULATE_NATIVE=1 \
+env "$var=$PWD/scripts/qemu-run $arch $arch-linux-gnu" IPC_MATRIX_EMULATE_NATIVE=1 IPC_MATRIX_COUNT=on \
   cargo nextest run --locked --workspace --test matrix --profile ci "${suite_target[@]}" "$@"

@@ -44,7 +44,8 @@ if [ "$host" != "$emulated" ]; then
   # Built first: the emulated suite counts guest instructions as it runs.
   ensure_count_plugin
   say "emulated suite: cargo nextest run --profile ci --target $emulated (QEMU user mode)"
-  cargo nextest run --locked --workspace --profile ci --target "$emulated" "$@" || first_failure $?
+  IPC_MATRIX_COUNT=on cargo nextest run --locked --workspace --profile ci --target "$emulated" "$@" ||
+    first_failure $?
   cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$emulated.xml" || true
   legs+=("$emulated@qemu")
 fi

@@ -44,6 +44,13 @@ pub const INSTRUCTION_MIN_CHANGE: f64 = 0.01;
 /// A cell whose accepted counts spread wider gets this many times their relative range as
 /// its margin.
 pub const INSTRUCTION_NOISE_FACTOR: f64 = 3.0;
+/// Accepted counts of one cell that differ by more than this (relative to their median)
+/// moved with something besides the code: the baseline's runs are made under
+/// perturbations (another path length, a larger environment, CPU hogs), and a count that
+/// moves under any of them depends on the process's incidental state or on timing, so it
+/// only informs. Invariant cells read 0.000-0.001 % apart under those perturbations here
+/// (a block of QEMU's counted twice now and then).
+pub const INSTRUCTION_INVARIANCE: f64 = 0.0001;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -98,6 +105,10 @@ pub struct CellVerdict {
     pub notes: Vec<String>,
     /// The verdict on guest instructions per round trip, when the cell was counted.
     pub instructions: Option<InstructionVerdict>,
+    /// Why a passing cell whose baseline has instruction counts has none in this run: no
+    /// count is not a pass, so this gates as an instruction regression does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uncounted: Option<String>,
 }
 
 /// Guest instructions per round trip (both sides) against the baseline's. The count does
@@ -125,6 +136,16 @@ impl CellVerdict {
             .as_ref()
             .is_some_and(|i| i.gating && i.verdict == Verdict::Regressed)
     }
+
+    /// The baseline has instruction counts and this passing run has none.
+    pub fn count_missing(&self) -> bool {
+        self.uncounted.is_some()
+    }
+
+    /// What fails an instruction gate: a regressed count, or a missing one.
+    pub fn fails_instruction_gate(&self) -> bool {
+        self.instructions_regressed() || self.count_missing()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -144,7 +165,7 @@ impl RunVerdict {
     pub fn gating_regressions(&self) -> impl Iterator<Item = &CellVerdict> {
         self.cells
             .iter()
-            .filter(|c| (c.gating && c.verdict == Verdict::Regressed) || c.instructions_regressed())
+            .filter(|c| (c.gating && c.verdict == Verdict::Regressed) || c.fails_instruction_gate())
     }
 
     /// Cells whose round-trip time regressed and gates.
@@ -154,9 +175,15 @@ impl RunVerdict {
             .filter(|c| c.gating && c.verdict == Verdict::Regressed)
     }
 
-    /// Cells whose instruction count regressed and gates.
+    /// Cells whose instruction count regressed and gates, or is missing where the
+    /// baseline has one.
     pub fn instruction_regressions(&self) -> impl Iterator<Item = &CellVerdict> {
-        self.cells.iter().filter(|c| c.instructions_regressed())
+        self.cells.iter().filter(|c| c.fails_instruction_gate())
+    }
+
+    /// Cells whose baseline has instruction counts and whose passing run has none.
+    pub fn uncounted(&self) -> impl Iterator<Item = &CellVerdict> {
+        self.cells.iter().filter(|c| c.count_missing())
     }
 
     pub fn count(&self, verdict: Verdict) -> usize {
@@ -176,10 +203,11 @@ pub fn judge(
         .or_else(|| baseline.map(|b| (b.leg.clone(), b.profile.clone())))
         .unwrap_or_default();
     let informational = run_wide_reason(results, baseline);
+    let reaccept = format!("ipc-matrix baseline accept --leg {leg} --profile {profile}");
     let cells = results
         .iter()
         .map(|result| {
-            let mut verdict = judge_cell(result, baseline, policy);
+            let mut verdict = judge_cell(result, baseline, policy, &reaccept);
             verdict.gating &= informational.is_none();
             verdict
         })
@@ -233,6 +261,7 @@ fn judge_cell(
     result: &CellResult,
     baseline: Option<&Baseline>,
     policy: RegressionPolicy,
+    reaccept: &str,
 ) -> CellVerdict {
     let mut verdict = CellVerdict {
         cell_id: result.cell.id.clone(),
@@ -243,6 +272,7 @@ fn judge_cell(
         gating: true,
         notes: Vec::new(),
         instructions: None,
+        uncounted: None,
     };
     if let Some(units) = result.peer_extra_work {
         verdict.notes.push(format!(
@@ -257,7 +287,31 @@ fn judge_cell(
     let base = baseline.and_then(|b| b.cells.get(&result.cell.id));
     if result.outcome.passed {
         let compiled_by = baseline.map(|b| b.environment.rustc.as_str());
-        verdict.instructions = judge_instructions(result, base, compiled_by, &mut verdict.notes);
+        verdict.instructions =
+            judge_instructions(result, base, compiled_by, reaccept, &mut verdict.notes);
+        let peered = result.cell.kind().has_peer();
+        let base_counted = base.is_some_and(|b| {
+            b.runs.iter().any(|r| {
+                r.instructions
+                    .as_ref()
+                    .is_some_and(|c| c.total(peered).is_some())
+            })
+        });
+        let counted = result.instructions.as_ref();
+        if base_counted && counted.and_then(|c| c.total(peered)).is_none() {
+            let why = match (&result.uncounted, counted) {
+                (Some(why), _) => format!("not counted: {why}"),
+                (None, Some(c)) if c.measuring.is_some() => {
+                    "not counted: the peer has no count (its process ran without the counting plugin, or wrote no window)".to_string()
+                }
+                (None, _) => format!(
+                    "not counted: the baseline has instruction counts and this run ({} runner) has none",
+                    result.environment.runner
+                ),
+            };
+            verdict.notes.push(why.clone());
+            verdict.uncounted = Some(why);
+        }
     }
     if let Some(base) = base {
         verdict.baseline_p50_ns = Some(base.median_ns());
@@ -348,6 +402,7 @@ fn judge_instructions(
     result: &CellResult,
     base: Option<&BaselineCell>,
     compiled_by: Option<&str>,
+    reaccept: &str,
     notes: &mut Vec<String>,
 ) -> Option<InstructionVerdict> {
     let counts = result.instructions.as_ref()?;
@@ -388,6 +443,11 @@ fn judge_instructions(
             ));
         }
     }
+    // Another emulator, plugin or C library counts other code: news, not a regression.
+    if let Some(note) = setup_difference(counts, accepted.last().copied(), reaccept) {
+        verdict.gating = false;
+        notes.push(note);
+    }
     // Another compiler emits other code: its counts are news, not a regression of ours.
     if let Some(then) = compiled_by.filter(|then| *then != result.environment.rustc) {
         verdict.gating = false;
@@ -398,6 +458,14 @@ fn judge_instructions(
     }
     let spread = (totals[totals.len() - 1] - totals[0]) / centre.max(1.0);
     verdict.margin = INSTRUCTION_MIN_CHANGE.max(INSTRUCTION_NOISE_FACTOR * spread);
+    if spread > INSTRUCTION_INVARIANCE && !counts.timing_dependent {
+        verdict.gating = false;
+        notes.push(format!(
+            "its instruction count moved by {:.3} % between the baseline's {} accepted runs (made under perturbations: other path lengths, a larger environment, CPU hogs), so it depends on more than the code and only informs",
+            spread * 100.0,
+            totals.len()
+        ));
+    }
     let ratio = current / centre.max(1.0);
     verdict.baseline = Some(centre);
     verdict.ratio = Some(ratio);
@@ -409,4 +477,23 @@ fn judge_instructions(
         Verdict::Unchanged
     };
     Some(verdict)
+}
+
+/// The note of a count made with another counting setup than its baseline's (or where
+/// either has none recorded): it informs, and says how to re-accept.
+fn setup_difference(
+    now: &InstructionCounts,
+    then: Option<&InstructionCounts>,
+    reaccept: &str,
+) -> Option<String> {
+    let then = then?;
+    let (now_text, then_text) = match (&now.setup, &then.setup) {
+        (Some(a), Some(b)) => a.difference(b)?,
+        (None, None) => return None,
+        (Some(a), None) => (a.summary(), "a setup it did not record".into()),
+        (None, Some(b)) => ("a setup it did not record".into(), b.summary()),
+    };
+    Some(format!(
+        "informational: counted with {now_text}, the baseline with {then_text}; re-accept with `{reaccept}`"
+    ))
 }

@@ -55,7 +55,11 @@ fn store(s: &Scratch, results: &str, leg: &str, profile: &str, run: Run, phase: 
             .map(|i| ns * (90 + (i * 7919 + phase * 104_729) % 21) / 100)
             .collect();
         let mut result: CellResult = fixture::passed(cell, &env, samples);
-        if runner == "qemu" {
+        if runner == "qemu" && count.is_nan() {
+            // Not counted: the runner says why.
+            result.uncounted =
+                Some("no counting plugin at /nowhere/libipc_matrix_qemu_count.so".into());
+        } else if runner == "qemu" {
             result.instructions = Some(InstructionCounts {
                 measuring: Some(count * 0.6),
                 peer: Some(count * 0.4),
@@ -64,6 +68,7 @@ fn store(s: &Scratch, results: &str, leg: &str, profile: &str, run: Run, phase: 
                 windows: 300,
                 cpu_model: Some("cortex-a72".into()),
                 timing_dependent: false,
+                setup: None,
             });
         }
         write_result(&s.path(results), &result).unwrap();
@@ -173,6 +178,49 @@ fn an_instruction_regression_of_a_blocking_leg_fails_naming_the_leg_and_the_cell
     );
     assert!(
         all.contains(&format!("`{NATIVE}` (quick): no regression that gates")),
+        "{all}"
+    );
+}
+
+#[test]
+fn no_count_where_the_baseline_has_one_fails_the_strict_report_and_the_gate_naming_why() {
+    let uncounted = Run {
+        tcp_instructions: f64::NAN,
+        ..USUAL
+    };
+    let s = judged("uncounted", "quick", &[(COUNTED, uncounted)]);
+    assert_eq!(summary_of(&s, COUNTED, "quick")["gating_regressions"], 1);
+    let report = s.run(&[
+        "report",
+        "--profile",
+        "quick",
+        "--leg",
+        COUNTED,
+        "--results",
+        "now",
+        "--baselines",
+        "baselines",
+        "--strict-instructions",
+    ]);
+    let all = text(&report);
+    assert_eq!(report.status.code(), Some(3), "{all}");
+    assert!(
+        all.contains(&format!(
+            "warning: {COUNTED}: echo::tcp::200B: not counted: no counting plugin at /nowhere/libipc_matrix_qemu_count.so"
+        )),
+        "{all}"
+    );
+    assert!(
+        all.contains("1 not counted where the baseline has counts"),
+        "{all}"
+    );
+    let out = gate(&s, "quick", &LEGS);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{all}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!(
+            "error: {COUNTED} blocks merges and regressed: `echo::tcp::200B` (not counted: no counting plugin at"
+        )),
         "{all}"
     );
 }

@@ -203,6 +203,10 @@ pub enum End {
     ProcessExit,
     /// A close with no open window of that label on that thread; `insns` is `None`.
     CloseWithoutOpen,
+    /// Not a window: the plugin's first record in a process, written as it starts
+    /// (`label` 0, `insns` `None`, `plugin_api` set). A process whose count file lacks it
+    /// was not counted, whatever it asked for: its emulator ignored the plugin.
+    Loaded,
 }
 
 /// One line of the plugin's output: one window of one thread.
@@ -221,6 +225,9 @@ pub struct Record {
     pub insns: Option<u64>,
     /// How the window ended.
     pub end: End,
+    /// [`End::Loaded`] records: the plugin API version the plugin was built for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin_api: Option<u32>,
 }
 
 /// The largest output file read, in bytes (1 GiB, about 12 million windows of about 90
@@ -246,7 +253,7 @@ pub fn for_each_record(path: &Path, mut each: impl FnMut(Record)) -> std::io::Re
     use std::io::{BufRead, Read};
     let located =
         |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
-    let file = std::fs::File::open(path).map_err(located)?;
+    let file = open_regular_file(path).map_err(located)?;
     let size = file.metadata().map_err(located)?.len();
     if size > MAX_COUNT_FILE_BYTES {
         return Err(std::io::Error::new(
@@ -277,6 +284,52 @@ pub fn for_each_record(path: &Path, mut each: impl FnMut(Record)) -> std::io::Re
             each(record);
         }
     }
+}
+
+/// Opens `path` for reading if it is a regular file. Opened without blocking and looked
+/// at before a byte is read, so a FIFO, socket or device named instead is refused rather
+/// than waited on for ever.
+pub fn open_regular_file(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("not a regular file ({}); refused", describe_kind(kind)),
+        ));
+    }
+    Ok(file)
+}
+
+fn describe_kind(kind: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_dir() {
+        "a folder"
+    } else {
+        "not a file"
+    }
+}
+
+/// The plugin API of the counting plugin that runs in process `pid`, read from its count
+/// file's [`End::Loaded`] record; `None` when the file holds none (no plugin ran there).
+pub fn loaded_plugin_api(path: &Path, pid: u32) -> std::io::Result<Option<u32>> {
+    let mut api = None;
+    for_each_record(path, |r| {
+        if r.end == End::Loaded && r.pid == pid && api.is_none() {
+            api = r.plugin_api.or(Some(0));
+        }
+    })?;
+    Ok(api)
 }
 
 /// Skips the input up to and including the next '\n'.
@@ -314,6 +367,7 @@ pub fn parse_records(text: &str) -> Vec<Record> {
 
 /// A deterministic workload for the plugin's tests and `scripts/count-demo.sh`.
 pub mod demo;
+pub mod heap;
 
 #[cfg(test)]
 mod tests {
@@ -367,7 +421,42 @@ mod tests {
         assert!(error.contains("1 GiB"), "{error}");
     }
 
-pub mod heap;
+    #[test]
+    fn a_fifo_named_as_a_count_file_is_refused_not_waited_on() {
+        let path = std::env::temp_dir().join(format!("count-window-fifo-{}", std::process::id()));
+        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string naming a path in the temporary folder.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let error = read_records(&path).unwrap_err();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
+        assert!(error.to_string().contains("a FIFO"), "{error}");
+    }
+
+    #[test]
+    fn the_loaded_record_names_the_plugin_api_of_its_process() {
+        let path =
+            std::env::temp_dir().join(format!("count-window-loaded-{}.jsonl", std::process::id()));
+        std::fs::write(
+            &path,
+            concat!(
+                r#"{"label":0,"pid":7,"tid":7,"vcpu":0,"insns":null,"end":"loaded","plugin_api":1}"#,
+                "\n",
+                r#"{"label":5,"pid":8,"tid":8,"vcpu":0,"insns":9,"end":"close"}"#,
+                "\n"
+            ),
+        )
+        .unwrap();
+        let (seven, eight) = (loaded_plugin_api(&path, 7), loaded_plugin_api(&path, 8));
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(seven.unwrap(), Some(1));
+        assert_eq!(
+            eight.unwrap(),
+            None,
+            "a process without its loaded record was not counted"
+        );
+    }
+
     #[test]
     fn records_round_trip_through_json_lines() {
         let record = Record {
@@ -377,6 +466,7 @@ pub mod heap;
             vcpu: 0,
             insns: Some(12345),
             end: End::ThreadExit,
+            plugin_api: None,
         };
         let line = serde_json::to_string(&record).unwrap();
         assert_eq!(

@@ -85,6 +85,9 @@
 //! - The process exits (or dies of a signal QEMU sees) with windows open: each is
 //!   written with `end: "process-exit"`. After SIGKILL nothing more is written; windows
 //!   closed before are already in the file.
+//! - When it starts in a process it writes one record with `end: "loaded"`, `label` 0 and
+//!   `plugin_api`, the API version it was built for: the guest reads it to know that it
+//!   is counted.
 //! - A forked child inherits neither the parent's open windows nor, in its records, the
 //!   parent's pid; it writes to the same file.
 //! - Windows are per thread: a window opened on one thread and closed on another gives
@@ -110,6 +113,9 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
+
+/// The plugin API this plugin is built for (what QEMU checks before loading it).
+const PLUGIN_API: u32 = qemu_plugin::sys::QEMU_PLUGIN_VERSION;
 
 /// Counters for this many vCPU indices (threads alive at once, in user mode).
 const MAX_VCPUS: usize = 4096;
@@ -202,6 +208,7 @@ impl State {
             vcpu,
             insns,
             end,
+            plugin_api: (end == End::Loaded).then_some(PLUGIN_API),
         };
         let mut line = serde_json::to_string(&record).expect("a record serializes");
         line.push('\n');
@@ -381,8 +388,17 @@ fn output(args: &Args) -> Output {
         return Output::Stderr;
     };
     let path = path.replace("%p", &std::process::id().to_string());
-    match OpenOptions::new().create(true).append(true).open(&path) {
-        Ok(file) => Output::File(file),
+    // Without blocking, and then looked at: a FIFO or a device named instead of a file
+    // is refused rather than waited on (opening a FIFO to write waits for a reader).
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&path);
+    match opened {
+        Ok(file) if file.metadata().is_ok_and(|m| m.is_file()) => Output::File(file),
+        Ok(_) => fail(format!("{path} is not a regular file; refused")),
         Err(e) => fail(format!("cannot open {path}: {e}")),
     }
 }
@@ -409,6 +425,11 @@ impl Register for Plugin {
             threads: HashMap::new(),
             out,
         }));
+        // The guest finds this record and knows that it is counted (an emulator without
+        // plugins ignores QEMU_PLUGIN without a word).
+        if let Some(mut state) = state() {
+            state.write(0, gettid(), 0, None, End::Loaded);
+        }
         qemu_plugin::qemu_plugin_register_vcpu_tb_trans_cb(id, Some(on_translate))?;
         qemu_plugin::qemu_plugin_register_vcpu_syscall_cb(id, Some(on_syscall));
         qemu_plugin::qemu_plugin_register_vcpu_init_cb(id, Some(on_vcpu_init))?;

@@ -329,7 +329,12 @@ fn check_run(records: &[Record]) -> Result<(), Failed> {
     if last.tid != main_tid || (last.insns.unwrap_or(0) as f64) < one_ - empty {
         return Err(format!("process exit inside a window: {last:?}").into());
     }
-    let expected = 4 + THREADS + 2 + 1 + 1 + 2 + 1 + 1;
+    // The plugin's first record says that it runs in this process, and with what API.
+    let loaded = records.first().filter(|r| r.end == End::Loaded);
+    if loaded.is_none_or(|r| r.pid != last.pid || r.plugin_api.is_none()) {
+        return Err(format!("no loaded record first: {records:?}").into());
+    }
+    let expected = 1 + 4 + THREADS + 2 + 1 + 1 + 2 + 1 + 1;
     if records.len() != expected {
         return Err(format!(
             "expected {expected} records, found {}: {records:?}",

@@ -28,7 +28,9 @@ impl<'a> Changes<'a> {
             let instructions = cell.instructions.as_ref().map(|i| i.verdict);
             let list = if cell.verdict == Verdict::Failed {
                 &mut changes.failed
-            } else if cell.verdict == Verdict::Regressed || instructions == Some(Verdict::Regressed)
+            } else if cell.verdict == Verdict::Regressed
+                || instructions == Some(Verdict::Regressed)
+                || cell.count_missing()
             {
                 &mut changes.regressed
             } else if cell.verdict == Verdict::Improved || instructions == Some(Verdict::Improved) {
@@ -38,7 +40,22 @@ impl<'a> Changes<'a> {
             };
             list.push(row);
         }
+        // What fails the run first, what only informs after it.
         changes
+            .regressed
+            .sort_by_key(|(_, cell)| !gates(cell, Verdict::Regressed));
+        changes
+            .improved
+            .sort_by_key(|(_, cell)| !gates(cell, Verdict::Improved));
+        changes
+    }
+
+    /// The regressions that gate (in time where timing gates, in instructions, or a
+    /// count missing where the baseline has one), in report order.
+    pub fn gating_regressions(&self) -> impl Iterator<Item = &Row<'a>> {
+        self.regressed
+            .iter()
+            .filter(|(_, cell)| gates(cell, Verdict::Regressed))
     }
 
     /// Nothing failed, regressed or improved.
@@ -54,7 +71,35 @@ pub fn gates(cell: &CellVerdict, verdict: Verdict) -> bool {
         .instructions
         .as_ref()
         .is_some_and(|i| i.verdict == verdict && i.gating);
-    timing || counted
+    let missing = verdict == Verdict::Regressed && cell.count_missing();
+    timing || counted || missing
+}
+
+/// One line per gating regression, for the top of a report: the cell and what
+/// regressed (`instructions 1.021x`, `time 1.30x`, `not counted: ...`).
+pub fn gating_lines(changes: &Changes) -> Vec<(String, String)> {
+    changes
+        .gating_regressions()
+        .map(|(_, cell)| {
+            let mut what = Vec::new();
+            if cell.gating && cell.verdict == Verdict::Regressed {
+                if let Some(change) = cell.change {
+                    what.push(format!("time {:.2}x", change.ratio));
+                }
+            }
+            if let Some(i) = cell
+                .instructions
+                .as_ref()
+                .filter(|i| i.gating && i.verdict == Verdict::Regressed)
+            {
+                what.push(format!("instructions {:.3}x", i.ratio.unwrap_or(1.0)));
+            }
+            if let Some(why) = &cell.uncounted {
+                what.push(why.clone());
+            }
+            (cell.cell_id.clone(), what.join("; "))
+        })
+        .collect()
 }
 
 /// Notes of the same kind on several cells, said once with the cells that share it.

@@ -205,6 +205,13 @@ fn change_card(result: &CellResult, cell: &CellVerdict, verdict: Verdict) -> Str
             change.margin * 100.0
         );
     }
+    if let Some(why) = cell
+        .uncounted
+        .as_ref()
+        .filter(|_| verdict == Verdict::Regressed)
+    {
+        let _ = writeln!(html, "<p class=\"warning\">{}</p>", escape(why));
+    }
     if let Some(i) = cell.instructions.as_ref().filter(|i| i.verdict == verdict) {
         let _ = writeln!(
             html,
@@ -247,6 +254,28 @@ pub fn html(report: &LegReport) -> String {
         escape(&cells),
         escape(&against)
     );
+    // What fails the run, on the first screen, before anything that only informs.
+    let failing = crate::changes::gating_lines(&changes);
+    if !failing.is_empty() {
+        let _ = writeln!(
+            body,
+            "<div class=\"failing\" id=\"failing\"><p class=\"warning\"><strong>{} this run:</strong></p><ul>",
+            match failing.len() {
+                1 => "1 cell fails".to_string(),
+                n => format!("{n} cells fail"),
+            }
+        );
+        for (id, what) in &failing {
+            let _ = writeln!(
+                body,
+                "<li><a href=\"#change-{}\"><code>{}</code></a>: {}</li>",
+                row_anchor(id).trim_start_matches("cell-"),
+                escape(id),
+                escape(what)
+            );
+        }
+        body.push_str("</ul></div>\n");
+    }
     match &report.baseline {
         Some(b) => {
             let _ = writeln!(

@@ -145,9 +145,17 @@ pub fn regressed_text(verdict: &ipc_matrix_baseline::RunVerdict) -> String {
         0 => format!("{all} regressed"),
         n => format!("{all} regressed ({n} only informational)"),
     };
-    match verdict.instruction_regressions().count() {
-        0 => timing,
-        n => format!("{timing}, {n} regressed in instructions"),
+    let uncounted = verdict.uncounted().count();
+    match (
+        verdict.instruction_regressions().count() - uncounted,
+        uncounted,
+    ) {
+        (0, 0) => timing,
+        (n, 0) => format!("{timing}, {n} regressed in instructions"),
+        (0, m) => format!("{timing}, {m} not counted where the baseline has counts"),
+        (n, m) => format!(
+            "{timing}, {n} regressed in instructions, {m} not counted where the baseline has counts"
+        ),
     }
 }
 
@@ -217,7 +225,10 @@ pub fn transport_label(result: &CellResult) -> String {
 /// gating regression; dashes for a cell that was not counted.
 pub fn instruction_columns(cell: &ipc_matrix_baseline::CellVerdict) -> (String, String, bool) {
     let Some(i) = &cell.instructions else {
-        return ("-".into(), "-".into(), false);
+        return match cell.count_missing() {
+            true => ("-".into(), "not counted".into(), true),
+            false => ("-".into(), "-".into(), false),
+        };
     };
     let ratio = i.ratio.map_or(String::new(), |r| format!(" {r:.3}x"));
     let inform = if i.gating { "" } else { " (informational)" };

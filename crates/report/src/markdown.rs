@@ -21,6 +21,21 @@ pub fn markdown(report: &LegReport) -> String {
     );
     let (cells, against) = headline(report);
     let _ = writeln!(md, "**{cells}** {against}\n");
+    let changes = Changes::of(report);
+    // What fails the run, before anything that only informs.
+    let failing = crate::changes::gating_lines(&changes);
+    if !failing.is_empty() {
+        let _ = writeln!(
+            md,
+            "> [!CAUTION]\n> {} fail{} this run:",
+            cells_text(failing.len()),
+            if failing.len() == 1 { "s" } else { "" }
+        );
+        for (id, what) in &failing {
+            let _ = writeln!(md, "> - `{id}`: {}", text(what));
+        }
+        md.push('\n');
+    }
     match &report.baseline {
         Some(b) => {
             let _ = writeln!(
@@ -38,7 +53,6 @@ pub fn markdown(report: &LegReport) -> String {
     if let Some(why) = &verdict.informational {
         let _ = writeln!(md, "> [!NOTE]\n> Informational only: {why}.\n");
     }
-    let changes = Changes::of(report);
     what_changed(&mut md, &changes);
 
     let _ = writeln!(

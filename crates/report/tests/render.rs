@@ -356,6 +356,7 @@ fn counted_leg(triple: &str, cpu: &str, factor: f64, prost_encode: f64) -> Colum
             windows: 40,
             cpu_model: Some(cpu.into()),
             timing_dependent: r.cell.wake == Some(ipc_matrix_spec::WakeMode::BusyPoll),
+            setup: None,
         });
     }
     column
@@ -581,6 +582,7 @@ fn request_reply_load_and_logging_sections() {
                         windows: 3,
                         cpu_model: Some("Nehalem-v1".into()),
                         timing_dependent: false,
+                        setup: None,
                     });
                 }
                 _ => {}

@@ -89,6 +89,7 @@ pub fn passed(cell: &Cell, environment: &Environment, samples_ns: Vec<u64>) -> C
         load: None,
         logging: None,
         instructions: None,
+        uncounted: None,
         round_trips_per_sec: Some(samples_ns.len() as f64 / seconds),
         throughput: Some(Throughput {
             mb_per_s: bytes / seconds / 1e6,

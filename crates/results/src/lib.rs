@@ -9,7 +9,7 @@ mod store;
 
 pub use environment::{Environment, RUNNER_ENV};
 pub use schema::{
-    CellResult, CodecStages, Failure, FailureKind, Floor, FloorProbe, Fragmentation,
+    CellResult, CodecStages, CountingSetup, Failure, FailureKind, Floor, FloorProbe, Fragmentation,
     InstructionCounts, LatencyStats, LoadStats, LoggingStats, Outcome, Placement, Throughput,
     BELOW_FLOOR, MAX_RESULT_FILE_BYTES, MAX_SAMPLES_KEPT, RESULT_SCHEMA_VERSION,
 };

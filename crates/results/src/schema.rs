@@ -78,6 +78,10 @@ pub struct CellResult {
     /// counting plugin: deterministic, whatever the host, its load or its CPU model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<InstructionCounts>,
+    /// Why an emulated cell that could have been counted has no counts (the runner found
+    /// no plugin, or was told not to count): a gate that expects counts names this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncounted: Option<String>,
     /// Round trips per second (logging cells: lines; udp-load cells: answered requests).
     pub round_trips_per_sec: Option<f64>,
     /// Payload bytes moved per second, counting the request and the reply (logging
@@ -254,6 +258,80 @@ pub struct InstructionCounts {
     /// a peer on a second host):
     /// it informs and never gates.
     pub timing_dependent: bool,
+    /// What else the count depends on: the emulator, the plugin, the guest's C library.
+    /// Absent in counts made before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<CountingSetup>,
+}
+
+/// Everything besides the code that a guest's instruction count depends on, as the
+/// counted process saw it. Counts are comparable only when their setups are equal (the
+/// emulated CPU model and the compiler are recorded beside it: `cpu_model`, `rustc`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CountingSetup {
+    /// The emulator and its release, `qemu 7.2.22`: QEMU 8.1 and later give some guests
+    /// a vDSO, whose clock reads run guest code that 7.2 leaves to the host.
+    pub emulator: String,
+    /// The plugin API version the counting plugin was built for.
+    pub plugin_api: u32,
+    /// The C library the guest ran, `glibc 2.36`: its memcpy, its socket calls and its
+    /// locks are counted with the cell's code.
+    pub c_library: String,
+    /// `dynamic` (shared objects loaded at start) or `static`.
+    pub linkage: String,
+    /// Every shared object the guest had mapped, `<file name> <first 16 hex digits of its
+    /// SHA-256>`, sorted: two C libraries of the same version built differently differ
+    /// here.
+    pub libraries: Vec<String>,
+}
+
+impl CountingSetup {
+    /// `qemu 7.2.22, plugin API 1, glibc 2.36 (dynamic)`.
+    pub fn summary(&self) -> String {
+        format!(
+            "{}, plugin API {}, {} ({})",
+            self.emulator, self.plugin_api, self.c_library, self.linkage
+        )
+    }
+
+    /// What differs between `self` (a run's) and `then` (a baseline's), as two phrases
+    /// naming only the differing parts: (`glibc 2.41`, `glibc 2.36`). `None` when equal.
+    pub fn difference(&self, then: &CountingSetup) -> Option<(String, String)> {
+        let mut now_parts = Vec::new();
+        let mut then_parts = Vec::new();
+        let mut differ = |now: String, was: String| {
+            if now != was {
+                now_parts.push(now);
+                then_parts.push(was);
+            }
+        };
+        differ(self.emulator.clone(), then.emulator.clone());
+        differ(
+            format!("plugin API {}", self.plugin_api),
+            format!("plugin API {}", then.plugin_api),
+        );
+        differ(self.c_library.clone(), then.c_library.clone());
+        differ(
+            format!("{} linkage", self.linkage),
+            format!("{} linkage", then.linkage),
+        );
+        let only_in = |a: &[String], b: &[String]| -> Vec<String> {
+            a.iter().filter(|l| !b.contains(l)).cloned().collect()
+        };
+        let (new, old) = (
+            only_in(&self.libraries, &then.libraries),
+            only_in(&then.libraries, &self.libraries),
+        );
+        if !new.is_empty() || !old.is_empty() {
+            let list = |l: Vec<String>| match l.is_empty() {
+                true => "no other libraries".to_string(),
+                false => l.join(", "),
+            };
+            now_parts.push(list(new));
+            then_parts.push(list(old));
+        }
+        (!now_parts.is_empty()).then(|| (now_parts.join(", "), then_parts.join(", ")))
+    }
 }
 
 impl InstructionCounts {

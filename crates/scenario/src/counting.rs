@@ -16,6 +16,8 @@
 //! measured batch of lines, and its counts are per line. Labels carry a number drawn per cell, so records of another
 //! cell, or of an earlier process that had the same process id, are never summed in.
 
+mod setup;
+
 use ipc_matrix_results::InstructionCounts;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -34,6 +36,8 @@ const DECODE: u64 = 4;
 pub(crate) struct Counting {
     pattern: String,
     cell_label: u64,
+    /// The API of the plugin that counts this process.
+    plugin_api: u32,
 }
 
 /// What the peer needs to count its measured replies.
@@ -62,12 +66,40 @@ impl PeerCounting {
 }
 
 impl Counting {
-    /// Counting for a new cell, when this process runs under the counting plugin.
-    pub(crate) fn for_cell() -> Option<Self> {
-        let pattern = std::env::var(COUNT_FILE_ENV).ok()?;
+    /// Counting for a new cell, when this process was asked to count ([`COUNT_FILE_ENV`]
+    /// is set); an error when it was asked but no counting plugin runs in it (a QEMU
+    /// without plugin support ignores `QEMU_PLUGIN` silently, and a native process has
+    /// none): such a cell would pass with no count, which is no pass.
+    pub(crate) fn for_cell() -> Result<Option<Self>, String> {
+        let Some(pattern) = std::env::var_os(COUNT_FILE_ENV) else {
+            return Ok(None);
+        };
+        let pattern = pattern.into_string().map_err(|raw| {
+            format!(
+                "{COUNT_FILE_ENV} is not UTF-8 text: {}",
+                raw.to_string_lossy()
+            )
+        })?;
         if pattern.trim().is_empty() {
-            return None;
+            return Ok(None);
         }
+        // One file per process: the peer's is removed once read, so a pattern without
+        // `%p` would name one file for both, or a file of someone else's.
+        if !pattern.contains("%p") {
+            return Err(format!(
+                "{COUNT_FILE_ENV} is {pattern:?}, which has no %p: it names the counting plugin's output of each process, with %p for the process id (scripts/qemu-run sets it)"
+            ));
+        }
+        let own = PathBuf::from(pattern.replace("%p", &std::process::id().to_string()));
+        let plugin_api = match ipc_matrix_count_window::loaded_plugin_api(&own, std::process::id())
+        {
+            Ok(Some(api)) => api,
+            Ok(None) => return Err(not_loaded(&own, "holds no record of the plugin starting")),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(not_loaded(&own, "does not exist"))
+            }
+            Err(e) => return Err(format!("instruction counting was asked for, but {e}")),
+        };
         // 48 bits from the clock and the process: distinct per cell, with 8 bits left
         // for the side.
         let now = std::time::SystemTime::now()
@@ -77,10 +109,11 @@ impl Counting {
         let mixed = ipc_matrix_spec::splitmix64(&mut state);
         // A transport's waits are paused (never counted) from now on in this process.
         ipc_matrix_count_window::mark_pauses();
-        Some(Self {
+        Ok(Some(Self {
             pattern,
             cell_label: (mixed & 0xFFFF_FFFF_FFFF) << 8,
-        })
+            plugin_api,
+        }))
     }
 
     /// The label of the measuring thread's windows.
@@ -126,7 +159,11 @@ impl Counting {
                 let (total, windows) = peer.unwrap_or_default();
                 peer = Some((total + sum, windows + n));
             }
-            let _ = std::fs::remove_file(peer_file);
+            // Removed only when the plugin wrote it (its record of starting in that
+            // process is there): never a file that merely has the name.
+            if let Ok(Some(_)) = ipc_matrix_count_window::loaded_plugin_api(&peer_file, pid) {
+                let _ = std::fs::remove_file(peer_file);
+            }
         }
         let per_window = |(sum, n): (u128, u64)| sum as f64 / n.max(1) as f64;
         let per_operation = |(sum, n): (u128, u64)| match operations {
@@ -142,6 +179,7 @@ impl Counting {
             windows: own.map_or(0, |(_, n)| n),
             cpu_model: std::env::var(QEMU_CPU_ENV).ok(),
             timing_dependent,
+            setup: Some(setup::of_this_process(self.plugin_api)),
         }
     }
 
@@ -165,4 +203,11 @@ impl Counting {
         }
         (n > 0).then_some((sum, n))
     }
+}
+
+fn not_loaded(file: &Path, what: &str) -> String {
+    format!(
+        "instruction counting was asked for ({COUNT_FILE_ENV}), but no counting plugin runs in this process: its count file {} {what}. The emulator ignored the plugin (a QEMU built without plugin support, such as a static qemu-user, ignores QEMU_PLUGIN without a word) or the process is not emulated; run it through scripts/qemu-run with a QEMU that loads plugins",
+        file.display()
+    )
 }

@@ -3,7 +3,7 @@
 //! tally into a [`CellResult`].
 
 use crate::context::{RunOptions, Tally};
-use crate::counting::Counting;
+use crate::counting::{Counting, COUNT_FILE_ENV};
 use crate::failure::setup_failure;
 use crate::floor::{cell_floor, InterleavedFloor};
 use crate::kinds::{self, Harness};
@@ -44,17 +44,33 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         .is_ok()
         .then(|| cell_floor(cell, placement))
         .flatten();
+    // Asked to count but not counted: the cell fails at its start rather than pass
+    // with no count.
+    let counting = match harness.counted {
+        true => Counting::for_cell().map_err(setup_failure),
+        false => Ok(None),
+    };
+    let (counting, uncountable) = match counting {
+        Ok(counting) => (counting, None),
+        Err(failure) => (None, Some(failure)),
+    };
+    let uncounted = match (&counting, environment.runner.as_str(), harness.counted) {
+        (None, "qemu", true) => Some(uncounted_reason()),
+        _ => None,
+    };
     let mut tally = Tally {
-        counting: harness.counted.then(Counting::for_cell).flatten(),
+        counting,
         progress: options.progress.clone(),
         floor: interleaved_floor,
         ..Tally::default()
     };
     let pressure = PressureMeter::start();
     // Refused before anything is allocated when the machine cannot hold the cell now.
-    let memory = available_memory()
-        .map_or(Ok(()), |available| check_memory(cell, available))
-        .map_err(setup_failure);
+    let memory = uncountable.map_or(Ok(()), Err).and_then(|()| {
+        available_memory()
+            .map_or(Ok(()), |available| check_memory(cell, available))
+            .map_err(setup_failure)
+    });
     // A netns cell's second host, made before its peer starts and removed (dropped)
     // after the cell, its peer stopped.
     let link = memory.and_then(|()| {
@@ -148,6 +164,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         load: tally.load,
         logging: tally.logging,
         instructions,
+        uncounted,
         round_trips_per_sec: per_second(operations),
         throughput: per_second(moved_bytes).map(|bytes| Throughput {
             mb_per_s: bytes / 1e6,
@@ -160,6 +177,31 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         environment,
     }
 }
+
+/// Why an emulated process was not asked to count: the runner says why
+/// ([`UNCOUNTED_ENV`]), else it is not the runner that counts.
+fn uncounted_reason() -> String {
+    std::env::var_os(UNCOUNTED_ENV)
+        .map(|why| escape_controls(&why.to_string_lossy()))
+        .filter(|why| !why.trim().is_empty())
+        .unwrap_or_else(|| {
+            format!("the emulator's runner did not ask for counts ({COUNT_FILE_ENV} is not set)")
+        })
+}
+
+/// `text` with its control characters written as escapes (`\u{1b}`): it comes from the
+/// environment and reaches terminals and reports.
+fn escape_controls(text: &str) -> String {
+    text.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_unicode().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
+}
+
+/// Set by `scripts/qemu-run` when it runs a program without counting it: why.
+pub const UNCOUNTED_ENV: &str = "IPC_MATRIX_UNCOUNTED";
 
 /// A cell that measured fewer round trips (frames) than it declared never passes, whatever
 /// its kind reported: lost ones count as accounted for, nothing else does. Kinds that

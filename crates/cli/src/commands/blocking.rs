@@ -28,8 +28,9 @@ const REPORT_BOUND: u64 = 512 << 20;
 /// What became of one leg folder given to the gate.
 #[derive(Debug)]
 enum Finding {
-    /// A report: its cells whose instruction count regressed and gates, and those whose
-    /// round trip did (a timing verdict that gates, not an informational one).
+    /// A report: its cells whose instruction count regressed and gates or is missing
+    /// (each with what: "`id` (instructions)", "`id` (not counted: ...)"), and those
+    /// whose round trip did (a timing verdict that gates, not an informational one).
     Report {
         instructions: Vec<String>,
         timings: Vec<String>,
@@ -76,10 +77,7 @@ pub fn gate(folders: &[PathBuf], matrix: &Path, profile: &str) -> Result<u8> {
             } => {
                 // Counts always gate; timings where the profile is strict, else they warn.
                 let strict = policy.is_some_and(|p| p.strict);
-                let mut fails: Vec<String> = instructions
-                    .iter()
-                    .map(|c| format!("`{c}` (instructions)"))
-                    .collect();
+                let mut fails: Vec<String> = instructions.clone();
                 let timed = timings.iter().map(|c| format!("`{c}` (round trip)"));
                 let warns: Vec<String> = if strict {
                     fails.extend(timed);
@@ -247,16 +245,20 @@ fn read_report(file: &Path) -> Result<(String, String, Finding)> {
         let regressed = |v: &Value| v["verdict"].as_str() == Some("regressed");
         let gates = |v: &Value| v["gating"].as_bool() == Some(true);
         let counts = &verdict["instructions"];
+        // No count where the baseline has one fails as a regressed count does.
+        let uncounted = verdict["uncounted"].as_str();
         let (timing, count) = (
             regressed(verdict) && gates(verdict),
             regressed(counts) && gates(counts),
         );
-        either += u64::from(timing || count);
+        either += u64::from(timing || count || uncounted.is_some());
         if timing {
             timings.push(id.clone());
         }
-        if count {
-            instructions.push(id);
+        match uncounted {
+            Some(why) => instructions.push(format!("`{id}` ({why})")),
+            None if count => instructions.push(format!("`{id}` (instructions)")),
+            None => {}
         }
     }
     // The summary counts the same cells: a report that disagrees with itself is refused.

@@ -152,10 +152,13 @@ pub fn report_legs(
             }
         }
         for cell in report.verdict.gating_regressions() {
-            eprintln!(
-                "warning: {}: {} regressed",
-                report.verdict.leg, cell.cell_id
-            );
+            match &cell.uncounted {
+                Some(why) => eprintln!("warning: {}: {}: {why}", report.verdict.leg, cell.cell_id),
+                None => eprintln!(
+                    "warning: {}: {} regressed",
+                    report.verdict.leg, cell.cell_id
+                ),
+            }
         }
         regressions += match gate {
             Gate::Instructions => report.verdict.instruction_regressions().count(),
