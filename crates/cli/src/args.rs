@@ -163,7 +163,7 @@ impl Selection {
 
 /// An empty selection: its own error, so that it gets its own exit code.
 #[derive(Debug)]
-pub struct NoCells(String);
+pub struct NoCells(pub String);
 
 impl std::fmt::Display for NoCells {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

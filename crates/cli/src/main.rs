@@ -172,6 +172,12 @@ enum BaselineAction {
         /// Show the difference only; write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Accept what CI legs uploaded: a folder of downloaded artifacts (as `gh run
+        /// download -D DIR` writes them: one folder per artifact, each holding
+        /// `<leg>/<profile>/` results somewhere inside). Every leg found is accepted
+        /// (`--leg` narrows it); a leg found in two artifacts is refused.
+        #[arg(long, value_name = "DIR", conflicts_with = "results")]
+        artifacts: Option<PathBuf>,
     },
 }
 
@@ -278,11 +284,20 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
                     baselines,
                     append,
                     dry_run,
+                    artifacts,
                 },
-        } => commands::baseline::accept(
-            &stored,
-            baselines,
-            commands::baseline::Acceptance { append, dry_run },
-        ),
+        } => match artifacts {
+            Some(dir) => commands::baseline::accept_artifacts(
+                &stored,
+                &dir,
+                baselines,
+                commands::baseline::Acceptance { append, dry_run },
+            ),
+            None => commands::baseline::accept(
+                &stored,
+                baselines,
+                commands::baseline::Acceptance { append, dry_run },
+            ),
+        },
     }
 }

@@ -357,3 +357,84 @@ fn without_the_gate_compare_still_needs_two_folders() {
     let flag_alone = s.run(&["report", "--fail-on-blocking-regressions"]);
     assert_eq!(flag_alone.status.code(), Some(2), "{}", text(&flag_alone));
 }
+
+/// `baseline accept --artifacts DIR`: what the legs uploaded, downloaded as `gh run
+/// download -D DIR` writes it (a folder per artifact, the upload's paths inside).
+#[test]
+fn baselines_are_accepted_from_downloaded_artifacts_and_a_leg_in_two_is_refused() {
+    let s = Scratch::new("gate-artifacts", MATRIX);
+    store(
+        &s,
+        "dl/results-native/ipc-matrix",
+        NATIVE,
+        "quick",
+        USUAL,
+        1,
+    );
+    store(
+        &s,
+        "dl/results-native/ipc-matrix",
+        COUNTED,
+        "quick",
+        USUAL,
+        1,
+    );
+    store(&s, "dl/results-s390x/ipc-matrix", S390X, "quick", USUAL, 1);
+    let accept = |dir: &str| {
+        s.run(&[
+            "baseline",
+            "accept",
+            "--profile",
+            "quick",
+            "--artifacts",
+            dir,
+            "--baselines",
+            "baselines",
+        ])
+    };
+    let out = accept("dl");
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    for leg in LEGS {
+        let baseline = s.path(&format!("baselines/{leg}/quick.json"));
+        assert!(
+            baseline.is_file(),
+            "{leg}: no {}: {all}",
+            baseline.display()
+        );
+    }
+    // The accepted counts judge the same results as unchanged.
+    let report = s.run(&[
+        "report",
+        "--profile",
+        "quick",
+        "--leg",
+        COUNTED,
+        "--results",
+        "dl/results-native/ipc-matrix",
+        "--baselines",
+        "baselines",
+        "--strict-instructions",
+    ]);
+    assert_eq!(report.status.code(), Some(0), "{}", text(&report));
+    // The same leg in two artifacts: which one is meant is not guessed.
+    store(&s, "dl/results-again/ipc-matrix", S390X, "quick", USUAL, 2);
+    let out = accept("dl");
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains(&format!(
+            "{S390X}: results of profile `quick` in two artifacts"
+        )),
+        "{all}"
+    );
+    // A folder without results says what it expected.
+    std::fs::create_dir_all(s.path("empty/results-x")).unwrap();
+    let out = accept("empty");
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        text(&out).contains("no results of profile `quick` in any artifact"),
+        "{}",
+        text(&out)
+    );
+}

@@ -9,6 +9,7 @@ use ipc_matrix_baseline::{baseline_path, AcceptMode, Accepted};
 use ipc_matrix_spec::RegressionPolicy;
 use std::path::{Path, PathBuf};
 
+#[derive(Debug, Clone, Copy)]
 pub struct Acceptance {
     pub append: bool,
     pub dry_run: bool,
@@ -25,6 +26,102 @@ pub fn accept(stored: &StoredResults, baselines: Option<PathBuf>, how: Acceptanc
             how,
         )
     })
+}
+
+/// How deep below an artifacts folder results are looked for: `<artifact>/ipc-matrix/
+/// <leg>/<profile>/cells` is four levels down; a few more allow other upload roots.
+const ARTIFACT_DEPTH: usize = 8;
+
+/// Accepts the results CI legs uploaded, downloaded into `dir` (one folder per artifact):
+/// each `<results>/<leg>/<profile>/cells` found is accepted as that leg's baseline.
+pub fn accept_artifacts(
+    stored: &StoredResults,
+    dir: &Path,
+    baselines: Option<PathBuf>,
+    how: Acceptance,
+) -> Result<u8> {
+    let policy = stored.policy()?;
+    let found = results_in_artifacts(dir, &stored.profile)?;
+    let wanted = |leg: &str| stored.leg.is_empty() || stored.leg.iter().any(|l| l == leg);
+    let mut legs: Vec<(String, PathBuf)> = Vec::new();
+    for (leg, root) in found.into_iter().filter(|(leg, _)| wanted(leg)) {
+        if let Some((_, other)) = legs.iter().find(|(l, _)| *l == leg) {
+            anyhow::bail!(
+                "{leg}: results of profile `{}` in two artifacts, {} and {}; download one run's artifacts into the folder, or pass --leg",
+                stored.profile,
+                other.display(),
+                root.display()
+            );
+        }
+        legs.push((leg, root));
+    }
+    if legs.is_empty() {
+        return Err(crate::args::NoCells(format!(
+            "{}: no results of profile `{}` in any artifact (expected <artifact>/.../<leg>/{}/cells, as `gh run download -D {}` writes them)",
+            dir.display(),
+            stored.profile,
+            stored.profile,
+            dir.display()
+        ))
+        .into());
+    }
+    let baselines = baselines_dir(baselines, &stored.matrix);
+    for (leg, root) in &legs {
+        println!("{leg}: from {}", root.display());
+        accept_legs(
+            root,
+            &baselines,
+            std::slice::from_ref(leg),
+            &stored.profile,
+            policy,
+            how,
+        )?;
+    }
+    Ok(exit_code::OK)
+}
+
+/// Every (leg, results folder) below `dir` that holds results of `profile`, in path
+/// order; folders that are links are not followed.
+fn results_in_artifacts(dir: &Path, profile: &str) -> Result<Vec<(String, PathBuf)>> {
+    let meta =
+        std::fs::symlink_metadata(dir).with_context(|| format!("--artifacts {}", dir.display()))?;
+    if !meta.is_dir() {
+        anyhow::bail!("--artifacts {}: not a folder", dir.display());
+    }
+    let mut found = Vec::new();
+    let mut pending = vec![(dir.to_path_buf(), 0usize)];
+    while let Some((folder, depth)) = pending.pop() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(&folder)
+            .with_context(|| format!("reading {}", folder.display()))?
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        for entry in entries {
+            let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if is_leg_name(name) && entry.join(profile).join("cells").is_dir() {
+                found.push((name.to_string(), folder.clone()));
+            } else if depth + 1 < ARTIFACT_DEPTH {
+                pending.push((entry, depth + 1));
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// `<triple>@native` or `<triple>@qemu`, the triple of lowercase letters, digits, `_`,
+/// `.` and `-`: the name of a leg's results folder.
+fn is_leg_name(name: &str) -> bool {
+    let Some((triple, runner)) = name.split_once('@') else {
+        return false;
+    };
+    matches!(runner, "native" | "qemu")
+        && !triple.is_empty()
+        && triple
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_.-".contains(c))
 }
 
 /// Shows how the results differ from the baseline, then stores them as the baseline (or
