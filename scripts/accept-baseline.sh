@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Measures a leg's baseline afresh from several runs of its timing cells (default 3), so
-# that the baseline knows how far unchanged code moves from run to run on this machine:
+# that the baseline knows how far unchanged code moves from run to run on this machine
+# (for a counted leg, how far its counts move under perturbations):
 #   scripts/accept-baseline.sh                          # this machine, 3 runs
 #   scripts/accept-baseline.sh 5 aarch64-unknown-linux-gnu
 #   scripts/accept-baseline.sh 3 x86_64-unknown-linux-gnu@qemu   # the host's count pass
@@ -30,10 +31,14 @@ fi
 profile="$(suite_profile)"
 for run in $(seq 1 "$runs"); do
   say "run $run of $runs: the timing cells of $leg ($profile)"
+  # A counted leg's runs are made under perturbations (scripts/perturb.sh): a count that
+  # moves under one depends on more than the code, and its verdict only informs.
+  perturb=()
+  if [ "$leg" != "$triple@native" ]; then perturb=(scripts/perturb.sh "$run" --); fi
   if [ "$count_pass" = 1 ]; then
-    scripts/count-pass.sh "$triple"
+    "${perturb[@]}" scripts/count-pass.sh "$triple"
   else
-    cargo nextest run --locked --profile ci --target "$triple" -E 'binary(matrix) & !test(/^fault::/)'
+    "${perturb[@]}" cargo nextest run --locked --profile ci --target "$triple" -E 'binary(matrix) & !test(/^fault::/)'
   fi
   if [ "$run" -eq 1 ]; then
     ipc_matrix baseline accept --profile "$profile" --leg "$leg"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs a command under perturbation N of what must not move an instruction count, for
+# the runs of a counted baseline (scripts/accept-baseline.sh):
+#   1: as it is;  2: matrix.yaml, through a folder of another path length, and 4 KiB more
+#   environment;  3: TMPDIR of another length and two CPU hogs throughout.
+#   scripts/perturb.sh 2 -- scripts/count-pass.sh x86_64-unknown-linux-gnu
+# Run n of a baseline takes perturbation (n-1) % 3 + 1.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+[ $# -ge 3 ] && [ "$2" = -- ] || die "usage: scripts/perturb.sh <run number> -- <command> (run n takes perturbation (n-1) % 3 + 1)"
+[[ "$1" =~ ^[1-9][0-9]*$ ]] || die "perturb.sh: the run number is '$1', not a number from 1"
+n=$((($1 - 1) % 3 + 1))
+shift 2
+root="$(repo_root)" dir="$(repo_root)/target/ipc-matrix/perturbed"
+case "$n" in
+  1) exec "$@" ;;
+  2) far="$dir/a-folder-whose-name-makes-the-path-of-matrix-yaml-longer-than-usual"
+     mkdir -p "$far"
+     ln -sfn "$root/matrix.yaml" "$far/matrix.yaml" && ln -sfn "$root/peers" "$far/peers"
+     IPC_MATRIX_FILE="$far/matrix.yaml" IPC_MATRIX_PERTURBATION="$(head -c 4096 /dev/zero | tr '\0' p)" exec "$@" ;;
+  3) mkdir -p "$dir/tmp-of-another-length" && export TMPDIR="$dir/tmp-of-another-length"
+     yes >/dev/null &
+     hog1=$!
+     yes >/dev/null &
+     hog2=$!
+     trap 'kill "$hog1" "$hog2" 2>/dev/null' EXIT
+     "$@" ;;
+  *) die "perturbation $n: there are 1, 2 and 3" ;;
+esac
