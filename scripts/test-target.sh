@@ -15,10 +15,15 @@ ensure_interop_tools
 scripts/setup-target.sh "$triple"
 scripts/build-peers.sh "$triple" >/dev/null
 status=0
+host="$(rustc -vV | sed -n 's/^host: //p')"
+# An emulated leg counts as it runs, or stops saying why (scripts/qemu-run).
+count=off
+if [ "$triple" != "$host" ]; then ensure_count_plugin && count=on; fi
 say "cargo nextest run --profile ci --target $triple"
-cargo nextest run --locked --workspace --profile ci --target "$triple" "$@" || first_failure $?
+IPC_MATRIX_COUNT="$count" cargo nextest run --locked --workspace --profile ci --target "$triple" "$@" ||
+  first_failure $?
 cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$triple.xml" || true
-if [ "$triple" = "$(rustc -vV | sed -n 's/^host: //p')" ]; then leg="$triple@native"; else leg="$triple@qemu"; fi
+if [ "$triple" = "$host" ]; then leg="$triple@native"; else leg="$triple@qemu"; fi
 # The reports run the CLI of the suite just built for $triple (lib.sh ipc_matrix).
 export IPC_MATRIX_TARGET="$triple"
 write_reports "$leg" || first_failure $?

@@ -2,7 +2,8 @@
 //! [`ARCHITECTURES`] whatever order they were given in:
 //! - guest instructions per round trip on every counted leg, the measuring side and the
 //!   peer apart, and for codec cells the encoding and the decoding apart too: counted under
-//!   QEMU with one fixed CPU model per architecture, so deterministic whatever the host;
+//!   QEMU with one fixed CPU model per architecture; a count depends on the code, the
+//!   compiler, the emulator and the guest's C library, each recorded with it;
 //! - the median round trip of native legs, with ratios between native legs only. An
 //!   emulated leg's timings measure the emulator on its host, not the CPU: they are shown
 //!   apart, labelled so, and never as a ratio.
@@ -354,7 +355,7 @@ fn counted_legs_text(legs: &[Counted], code: bool) -> String {
         .join(", ")
 }
 
-const COUNTS_NOTE: &str = "Guest instructions per round trip, measuring side and peer, counted under QEMU on one fixed emulated CPU per architecture: deterministic, whatever the host. Instruction sets differ (s390x moves 256 bytes in one instruction): read how a cell's count moves between architectures, not a count as a speed.";
+const COUNTS_NOTE: &str = "Guest instructions per round trip, measuring side and peer, counted under QEMU on one fixed emulated CPU per architecture. A count depends on the code, the compiler (rustc), the emulated CPU model, the emulator's release and the C library and other shared objects the guest ran, each recorded with it, and on nothing else (paths, environment, machine speed and load; a cell whose count moved under those when its baseline was made only informs). A count made with another compiler, emulator or C library than its baseline's only informs. Instruction sets differ (s390x moves 256 bytes in one instruction): read how a cell's count moves between architectures, not a count as a speed.";
 const INFORMS_NOTE: &str = "depends on timing (a busy-poll wait, UDP, a delayed peer, a stream message over 64 KiB) and only informs.";
 const CODEC_NOTE: &str = "The measuring side's encoding of one frame and decoding of one reply, each a window of its own inside the round trip: a codec that costs one CPU far more than the others shows here.";
 const EMULATED_NOTE: &str = "emulated, not a CPU measure: their round trips measure the emulator on the host that ran it, so they are never compared";

@@ -75,7 +75,8 @@ pub struct CellResult {
     #[serde(default)]
     pub logging: Option<LoggingStats>,
     /// Guest instructions per measured round trip, when the cell ran under QEMU with the
-    /// counting plugin: deterministic, whatever the host, its load or its CPU model.
+    /// counting plugin: it depends on the code and on `setup`, `cpu_model` and the
+    /// compiler, not on the host's speed, load or CPU model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<InstructionCounts>,
     /// Why an emulated cell that could have been counted has no counts (the runner found
