@@ -228,7 +228,7 @@ impl Baseline {
 
     /// Reads a baseline; `Ok(None)` when there is none yet.
     pub fn load(path: &Path) -> Result<Option<Self>, BaselineError> {
-        let read = std::fs::File::open(path).and_then(|file| {
+        let read = ipc_matrix_results::open_regular(path).and_then(|file| {
             use std::io::Read;
             let mut bytes = Vec::new();
             file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;

@@ -300,7 +300,7 @@ pub fn read_bounded(path: &Path, bound: u64, what: &str) -> io::Result<Vec<u8>> 
             ),
         )
     };
-    let file = std::fs::File::open(path).map_err(located)?;
+    let file = open_regular(path).map_err(located)?;
     let size = file.metadata().map_err(located)?.len();
     if size > bound {
         return Err(too_large(size));
@@ -315,6 +315,33 @@ pub fn read_bounded(path: &Path, bound: u64, what: &str) -> io::Result<Vec<u8>> 
     Ok(bytes)
 }
 
+/// Opens `path` for reading if it is a regular file: opened without blocking and looked at
+/// before a byte is read, so a FIFO, socket or device where a file belongs is refused
+/// rather than waited on for ever.
+pub fn open_regular(path: &Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    let what = if kind.is_file() {
+        return Ok(file);
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "a folder"
+    };
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("{what}, not a regular file; refused"),
+    ))
+}
+
 /// `16777216` -> `16 MiB`.
 fn mebibytes(bytes: u64) -> String {
     format!("{} MiB", bytes >> 20)
@@ -323,6 +350,24 @@ fn mebibytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fifo_where_a_result_belongs_is_refused_not_waited_on() {
+        let dir = std::env::temp_dir().join(format!("results-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("cell.json");
+        let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string naming a path in the temporary folder.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let error = read_bounded(&fifo, 1 << 20, "a result").unwrap_err();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(error.kind(), io::ErrorKind::InvalidInput);
+        let text = error.to_string();
+        assert!(
+            text.contains("cell.json") && text.contains("a FIFO"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn temporary_names_are_recognised_and_nothing_else() {

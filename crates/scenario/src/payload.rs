@@ -3,6 +3,8 @@
 
 pub use ipc_matrix_spec::pseudo_random_bytes;
 
+use crate::verify::{compare, Mismatch};
+
 /// A payload whose first 8 bytes also carry the round-trip index, so every request
 /// differs from the one before and a late UDP reply can be told from the current one.
 pub struct Payload {
@@ -35,6 +37,16 @@ impl Payload {
     pub fn index_of(&self, message: &[u8]) -> Option<u64> {
         prefix(message).map(|p| p ^ self.base_prefix)
     }
+
+    /// Checks `message` byte for byte against the request of round trip `index`: what a
+    /// late reply to it must be. (Allocates: for late replies only.)
+    pub fn check_as_request(&self, index: u64, message: &[u8]) -> Result<(), Mismatch> {
+        let mut expected = self.bytes.clone();
+        if expected.len() >= STAMP {
+            expected[..STAMP].copy_from_slice(&(self.base_prefix ^ index).to_le_bytes());
+        }
+        compare(&expected, message)
+    }
 }
 
 fn prefix(bytes: &[u8]) -> Option<u64> {
@@ -44,6 +56,26 @@ fn prefix(bytes: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_late_reply_is_checked_against_its_own_request() {
+        let mut payload = Payload::new(3, 64);
+        payload.stamp(4);
+        let earlier = payload.bytes().to_vec();
+        payload.stamp(9);
+        assert_eq!(payload.index_of(&earlier), Some(4));
+        assert!(payload.check_as_request(4, &earlier).is_ok());
+        let mut corrupted = earlier.clone();
+        corrupted[40] ^= 1;
+        assert_eq!(
+            payload.check_as_request(4, &corrupted).unwrap_err().offset,
+            40
+        );
+        assert!(payload
+            .check_as_request(4, &earlier[..63])
+            .unwrap_err()
+            .is_length());
+    }
 
     #[test]
     fn bytes_are_deterministic_and_not_one_repeated_byte() {

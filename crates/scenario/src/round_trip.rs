@@ -167,7 +167,16 @@ pub(crate) fn measure(
                         Ok(reply) => reply,
                         Err(broken) => return Err(failed(endpoint, index, broken)),
                     };
-                    if payload.index_of(reply).is_some_and(|i| i < index) {
+                    if let Some(earlier) = payload.index_of(reply).filter(|&i| i < index) {
+                        // Every byte a peer sends is checked, late ones too: a late reply
+                        // must be its own request's echo.
+                        if let Err(mismatch) = payload.check_as_request(earlier, reply) {
+                            let what = format!(
+                                "a late reply carrying round trip {earlier}'s stamp differs from that request: {mismatch}"
+                            );
+                            let kind = mismatch.failure_kind();
+                            return Err(failed(endpoint, earlier, (kind, what)));
+                        }
                         answer = endpoint
                             .receive(deadline)
                             .map_err(|broken| failed(endpoint, index, broken))?;

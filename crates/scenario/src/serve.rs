@@ -8,11 +8,21 @@ use ipc_matrix_transport::{die_with_parent, set_thread_cpus};
 /// If this process was started as a peer, serves and exits; otherwise returns at once.
 /// Call it first thing in `main` of every binary that may act as a peer.
 pub fn serve_if_requested() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) != Some(SERVE_ARG) {
+    // Arguments as the OS gives them: the binary's own command line may hold paths that
+    // are not UTF-8, which are none of this function's business.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).and_then(|a| a.to_str()) != Some(SERVE_ARG) {
         return;
     }
-    let code = match parse(&args[2..]).and_then(serve) {
+    let text: Result<Vec<String>, String> = args[2..]
+        .iter()
+        .map(|a| {
+            a.clone()
+                .into_string()
+                .map_err(|raw| format!("an argument is not UTF-8: {}", raw.to_string_lossy()))
+        })
+        .collect();
+    let code = match text.and_then(|args| parse(&args)).and_then(serve) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("ipc-matrix peer: {e}");

@@ -13,10 +13,11 @@ use std::process::ExitCode;
 const USAGE: &str = "usage: ipc-matrix-legs [--matrix FILE]   (default: matrix.yaml)";
 
 fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
+    // As the OS gives them: a FILE need not be UTF-8.
+    let mut args = std::env::args_os().skip(1);
     let mut matrix = PathBuf::from("matrix.yaml");
     while let Some(arg) = args.next() {
-        match arg.as_str() {
+        match arg.to_string_lossy().as_ref() {
             "--matrix" => match args.next() {
                 Some(file) => matrix = PathBuf::from(file),
                 None => return usage_error("--matrix needs a FILE"),
@@ -25,7 +26,9 @@ fn main() -> ExitCode {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
             }
-            other => return usage_error(&format!("unexpected argument `{other}`")),
+            other => {
+                return usage_error(&format!("unexpected argument `{}`", other.escape_debug()))
+            }
         }
     }
     let printed = Spec::load(&matrix)
