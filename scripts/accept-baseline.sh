@@ -3,7 +3,7 @@
 # that the baseline knows how far unchanged code moves from run to run on this machine
 # (for a counted leg, how far its counts move under perturbations):
 #   scripts/accept-baseline.sh                          # this machine, 3 runs
-#   scripts/accept-baseline.sh 5 aarch64-unknown-linux-gnu
+#   scripts/accept-baseline.sh 5 aarch64-unknown-linux-gnu      # (or ...-gnu@qemu)
 #   scripts/accept-baseline.sh 3 x86_64-unknown-linux-gnu@qemu   # the host's count pass
 # Then review `git diff baselines/` and commit it. Profile: IPC_MATRIX_PROFILE (quick).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -12,7 +12,7 @@ runs="${1:-3}"
 host="$(rustc -vV | sed -n 's/^host: //p')"
 triple="${2:-$host}"
 count_pass=0
-if [ "$triple" = "$host@qemu" ]; then triple="$host"; count_pass=1; fi
+if [ "$triple" = "$host@qemu" ]; then triple="$host"; count_pass=1; else triple="${triple%@qemu}"; fi
 [[ "$runs" =~ ^[1-9][0-9]*$ ]] || die "usage: scripts/accept-baseline.sh [runs >= 1] [target-triple]"
 ensure_rust
 ensure_nextest

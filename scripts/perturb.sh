@@ -2,7 +2,7 @@
 # Runs a command under perturbation N of what must not move an instruction count, for
 # the runs of a counted baseline (scripts/accept-baseline.sh):
 #   1: as it is;  2: matrix.yaml, through a folder of another path length, and 4 KiB more
-#   environment;  3: TMPDIR of another length and two CPU hogs throughout.
+#   environment;  3: TMPDIR of another length (/tmp/ipcm-p3) and two CPU hogs throughout.
 #   scripts/perturb.sh 2 -- scripts/count-pass.sh x86_64-unknown-linux-gnu
 # Run n of a baseline takes perturbation (n-1) % 3 + 1.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -17,7 +17,8 @@ case "$n" in
      mkdir -p "$far"
      ln -sfn "$root/matrix.yaml" "$far/matrix.yaml" && ln -sfn "$root/peers" "$far/peers"
      IPC_MATRIX_FILE="$far/matrix.yaml" IPC_MATRIX_PERTURBATION="$(head -c 4096 /dev/zero | tr '\0' p)" exec "$@" ;;
-  3) mkdir -p "$dir/tmp-of-another-length" && export TMPDIR="$dir/tmp-of-another-length"
+  # Short: iceoryx2's socket paths under TMPDIR must fit in 107 bytes.
+  3) mkdir -p /tmp/ipcm-p3 && export TMPDIR=/tmp/ipcm-p3
      yes >/dev/null &
      hog1=$!
      yes >/dev/null &

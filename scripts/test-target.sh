@@ -18,7 +18,10 @@ status=0
 host="$(rustc -vV | sed -n 's/^host: //p')"
 # An emulated leg counts as it runs, or stops saying why (scripts/qemu-run).
 count=off
-if [ "$triple" != "$host" ]; then ensure_count_plugin && count=on; fi
+if [ "$triple" != "$host" ]; then
+  ensure_count_plugin
+  count=on
+fi
 say "cargo nextest run --profile ci --target $triple"
 IPC_MATRIX_COUNT="$count" cargo nextest run --locked --workspace --profile ci --target "$triple" "$@" ||
   first_failure $?

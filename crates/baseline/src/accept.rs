@@ -52,6 +52,9 @@ pub enum RefusalReason {
     Failed,
     /// It passed, but its peer was slowed on purpose.
     SlowedPeer,
+    /// It passed uncounted (or its peer did) where the old baseline has its counts:
+    /// accepting it would make the next uncounted run pass.
+    Uncounted,
 }
 
 impl RefusalReason {
@@ -59,6 +62,7 @@ impl RefusalReason {
         match self {
             RefusalReason::Failed => "failed",
             RefusalReason::SlowedPeer => "ran with a slowed peer",
+            RefusalReason::Uncounted => "was not counted, and its baseline entry has counts",
         }
     }
 }
@@ -93,6 +97,20 @@ pub enum AcceptError {
     NoPassingCell,
 }
 
+/// Whether `result` has no count (or no peer count) where `old`'s entry of its cell has.
+fn loses_counts(old: Option<&Baseline>, result: &CellResult) -> bool {
+    let peered = result.cell.kind().has_peer();
+    let counted = |c: &ipc_matrix_results::InstructionCounts| c.total(peered).is_some();
+    let had = old
+        .and_then(|b| b.cells.get(&result.cell.id))
+        .is_some_and(|e| {
+            e.runs
+                .iter()
+                .any(|r| r.instructions.as_ref().is_some_and(counted))
+        });
+    had && !result.instructions.as_ref().is_some_and(counted)
+}
+
 /// The baseline that accepting `results` (one leg and profile) makes of `old`, stamped
 /// `accepted_at_unix`. See the module documentation for the rules.
 pub fn accept(
@@ -102,7 +120,10 @@ pub fn accept(
     accepted_at_unix: u64,
 ) -> Result<Accepted, AcceptError> {
     let (keep, refuse): (Vec<&CellResult>, Vec<&CellResult>) = results.iter().partition(|r| {
-        r.outcome.passed && r.peer_delay_us.is_none() && r.peer_extra_work.is_none()
+        r.outcome.passed
+            && r.peer_delay_us.is_none()
+            && r.peer_extra_work.is_none()
+            && !loses_counts(old, r)
     });
     let keep: Vec<CellResult> = keep.into_iter().cloned().collect();
     let mut baseline = match old {
@@ -123,10 +144,12 @@ pub fn accept(
     };
     let mut refused = Vec::new();
     for r in refuse {
-        let reason = if r.outcome.passed {
-            RefusalReason::SlowedPeer
-        } else {
+        let reason = if !r.outcome.passed {
             RefusalReason::Failed
+        } else if loses_counts(old, r) {
+            RefusalReason::Uncounted
+        } else {
+            RefusalReason::SlowedPeer
         };
         let entry = old.and_then(|b| b.cells.get(&r.cell.id));
         if let Some(entry) = entry {

@@ -203,7 +203,14 @@ pub fn judge(
         .or_else(|| baseline.map(|b| (b.leg.clone(), b.profile.clone())))
         .unwrap_or_default();
     let informational = run_wide_reason(results, baseline);
-    let reaccept = format!("ipc-matrix baseline accept --leg {leg} --profile {profile}");
+    let reaccept = match leg.ends_with("@qemu") {
+        // A counted baseline is made of runs under perturbations (see
+        // INSTRUCTION_INVARIANCE); the script makes them.
+        true => format!(
+            "ipc-matrix baseline accept --leg {leg} --profile {profile}`, or in this repository `scripts/accept-baseline.sh 3 {leg}"
+        ),
+        false => format!("ipc-matrix baseline accept --leg {leg} --profile {profile}"),
+    };
     let cells = results
         .iter()
         .map(|result| {

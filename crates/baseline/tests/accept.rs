@@ -287,3 +287,53 @@ fn a_new_baseline_needs_a_passing_cell() {
     assert_eq!(appended.refused.len(), 3);
     assert!(appended.refused.iter().all(|r| r.kept_old_entry));
 }
+
+/// A count of `insns` per round trip on both sides of `cell`.
+fn counted(cell: &Cell, ns: u64, insns: Option<f64>) -> CellResult {
+    let mut result = passed(cell, ns);
+    result.instructions = insns.map(|n| ipc_matrix_results::InstructionCounts {
+        measuring: Some(n),
+        peer: Some(n),
+        encode: None,
+        decode: None,
+        windows: 300,
+        cpu_model: Some("Nehalem-v1".into()),
+        timing_dependent: false,
+        setup: None,
+    });
+    result
+}
+
+#[test]
+fn an_uncounted_run_does_not_replace_counts_it_keeps_the_counted_entry() {
+    let cells = cells();
+    let old = Baseline::from_results(
+        &[
+            counted(&cells[0], 100, Some(900.0)),
+            counted(&cells[1], 100, Some(800.0)),
+        ],
+        1,
+    )
+    .unwrap();
+    // The tcp cell passed but was not counted (a QEMU without the plugin, say).
+    let now = [
+        counted(&cells[0], 100, None),
+        counted(&cells[1], 100, Some(800.0)),
+    ];
+    let accepted = ok(accept(Some(&old), &now, AcceptMode::Replace, 2));
+    assert_eq!(
+        accepted.refused,
+        [Refusal {
+            cell_id: TCP.into(),
+            reason: RefusalReason::Uncounted,
+            kept_old_entry: true,
+        }]
+    );
+    let kept = &accepted.baseline.cells[TCP];
+    assert!(kept.runs.iter().all(|r| r.instructions.is_some()));
+    // A counted run replaces it as usual.
+    let recounted = counted(&cells[0], 100, Some(950.0));
+    assert!(ok(accept(Some(&old), &[recounted], AcceptMode::Replace, 3))
+        .refused
+        .is_empty());
+}

@@ -149,7 +149,7 @@ fn a_count_made_with_another_c_library_or_emulator_only_informs_and_says_how_to_
         .expect("a note on the setup");
     assert_eq!(
         note,
-        "informational: counted with glibc 2.41, libc.so.6 2222222222222222, the baseline with glibc 2.36, libc.so.6 1111111111111111; re-accept with `ipc-matrix baseline accept --leg x86_64-unknown-linux-gnu@qemu --profile quick`"
+        "informational: counted with glibc 2.41, libc.so.6 2222222222222222, the baseline with glibc 2.36, libc.so.6 1111111111111111; re-accept with `ipc-matrix baseline accept --leg x86_64-unknown-linux-gnu@qemu --profile quick`, or in this repository `scripts/accept-baseline.sh 3 x86_64-unknown-linux-gnu@qemu`"
     );
     // Another emulator, the same libraries.
     let mut newer = then.clone();

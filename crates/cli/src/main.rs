@@ -175,7 +175,8 @@ enum BaselineAction {
         /// Accept what CI legs uploaded: a folder of downloaded artifacts (as `gh run
         /// download -D DIR` writes them: one folder per artifact, each holding
         /// `<leg>/<profile>/` results somewhere inside). Every leg found is accepted
-        /// (`--leg` narrows it); a leg found in two artifacts is refused.
+        /// (`--leg` narrows it); a leg found in two artifacts is taken from its own
+        /// (`results-<leg>`), else refused.
         #[arg(long, value_name = "DIR", conflicts_with = "results")]
         artifacts: Option<PathBuf>,
     },

@@ -417,7 +417,18 @@ fn baselines_are_accepted_from_downloaded_artifacts_and_a_leg_in_two_is_refused(
         "--strict-instructions",
     ]);
     assert_eq!(report.status.code(), Some(0), "{}", text(&report));
-    // The same leg in two artifacts: which one is meant is not guessed.
+    // The same leg in its own artifact and another: its own is taken.
+    let own = format!("dl/results-{S390X}/ipc-matrix");
+    store(&s, &own, S390X, "quick", USUAL, 2);
+    let out = accept("dl");
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains(&format!("{S390X}: from dl/results-{S390X}/ipc-matrix")),
+        "{all}"
+    );
+    // In two artifacts, neither its own: which one is meant is not guessed.
+    std::fs::remove_dir_all(s.path(&format!("dl/results-{S390X}"))).unwrap();
     store(&s, "dl/results-again/ipc-matrix", S390X, "quick", USUAL, 2);
     let out = accept("dl");
     let all = text(&out);
@@ -427,6 +438,25 @@ fn baselines_are_accepted_from_downloaded_artifacts_and_a_leg_in_two_is_refused(
             "{S390X}: results of profile `quick` in two artifacts"
         )),
         "{all}"
+    );
+    // A leg asked for that no artifact holds is an error, not a silent nothing.
+    let out = s.run(&[
+        "baseline",
+        "accept",
+        "--profile",
+        "quick",
+        "--artifacts",
+        "dl/results-native",
+        "--leg",
+        S390X,
+        "--baselines",
+        "baselines",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!("--leg {S390X}: no results")),
+        "{}",
+        text(&out)
     );
     // A folder without results says what it expected.
     std::fs::create_dir_all(s.path("empty/results-x")).unwrap();

@@ -30,7 +30,8 @@
 //! is always given back to the allocator it came from.
 //!
 //! Threads share one lock. A thread that finds it taken pauses its count while it waits
-//! (see [`crate::pause`]), so another thread's allocation costs the counted one nothing.
+//! (see [`crate::pause`]), so another thread's allocation costs the counted one only the
+//! few instructions of finding the lock taken and pausing.
 //!
 //! Memory is never returned to the system (freed blocks stay on their class's list), and
 //! classes waste up to half of a block: fine for the short processes of an emulated count.
@@ -205,7 +206,8 @@ fn class_of(layout: Layout) -> Option<usize> {
     let wanted = layout.size().max(layout.align()).max(1 << MIN_SHIFT);
     let shift = usize::BITS - (wanted - 1).leading_zeros();
     let index = (shift - MIN_SHIFT) as usize;
-    (index < CLASSES).then_some(index)
+    // A class must fit in an isize (2^31 does not on a 32-bit guest).
+    (index < CLASSES && shift < usize::BITS - 1).then_some(index)
 }
 
 fn class_size(index: usize) -> usize {
@@ -278,18 +280,24 @@ unsafe impl GlobalAlloc for CountedHeap {
         }
         // SAFETY: GlobalAlloc::realloc's contract: new_size rounded to align fits isize.
         let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
-        let (Some(old), Some(new)) = (class_of(layout), class_of(new_layout)) else {
-            return ptr::null_mut();
-        };
-        if old == new {
+        let (old, new) = (class_of(layout), class_of(new_layout));
+        if old.is_some() && old == new {
             return block;
         }
-        let moved = self.take(new);
+        if old.is_none() && new.is_none() {
+            // SAFETY: both layouts are System's: the caller's block, passed on.
+            return unsafe { System.realloc(block, layout, new_size) };
+        }
+        // Another class, or from a class to System or back (the layout decides where a
+        // block lives): moved, so that dealloc with the new layout finds it.
+        // SAFETY: new_layout has a non-zero size (the caller's contract).
+        let moved = unsafe { self.alloc(new_layout) };
         if !moved.is_null() {
-            // SAFETY: both blocks hold the smaller size; they are distinct blocks.
+            // SAFETY: both blocks hold the smaller size; they are distinct blocks, and
+            // the old one goes back where its layout sent it.
             unsafe {
                 ptr::copy_nonoverlapping(block, moved, layout.size().min(new_size));
-                self.give(block, old);
+                self.dealloc(block, layout);
             }
         }
         moved

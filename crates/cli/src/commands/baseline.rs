@@ -43,17 +43,35 @@ pub fn accept_artifacts(
     let policy = stored.policy()?;
     let found = results_in_artifacts(dir, &stored.profile)?;
     let wanted = |leg: &str| stored.leg.is_empty() || stored.leg.iter().any(|l| l == leg);
+    // A leg's own artifact (`results-<leg>`, as the workflow names them) is preferred
+    // where another one holds the same leg too (a native leg's count pass uploads
+    // `<triple>@qemu`, which an emulated leg of the same triple also makes).
+    let own = |leg: &str, root: &Path| {
+        root.components()
+            .any(|c| c.as_os_str().to_str() == Some(&format!("results-{leg}")))
+    };
     let mut legs: Vec<(String, PathBuf)> = Vec::new();
     for (leg, root) in found.into_iter().filter(|(leg, _)| wanted(leg)) {
-        if let Some((_, other)) = legs.iter().find(|(l, _)| *l == leg) {
-            anyhow::bail!(
-                "{leg}: results of profile `{}` in two artifacts, {} and {}; download one run's artifacts into the folder, or pass --leg",
+        match legs.iter().position(|(l, _)| *l == leg) {
+            None => legs.push((leg, root)),
+            Some(i) if own(&leg, &legs[i].1) && !own(&leg, &root) => {}
+            Some(i) if own(&leg, &root) && !own(&leg, &legs[i].1) => legs[i].1 = root,
+            Some(i) => anyhow::bail!(
+                "{leg}: results of profile `{}` in two artifacts, {} and {}, neither of them results-{leg}; download one run's artifacts into the folder",
                 stored.profile,
-                other.display(),
+                legs[i].1.display(),
                 root.display()
+            ),
+        }
+    }
+    for asked in &stored.leg {
+        if !legs.iter().any(|(l, _)| l == asked) {
+            anyhow::bail!(
+                "--leg {asked}: no results of profile `{}` for it in {}",
+                stored.profile,
+                dir.display()
             );
         }
-        legs.push((leg, root));
     }
     if legs.is_empty() {
         return Err(crate::args::NoCells(format!(
