@@ -24,6 +24,7 @@ else
   leg="$triple@qemu"
   scripts/setup-target.sh "$triple"
   ensure_count_plugin # the emulated cells count guest instructions as they run
+  scripts/build-peers.sh "$triple" >/dev/null # the reference C peer its cells start
 fi
 # `ipc_matrix` runs the CLI of the build the cells ran from: the --target build of the
 # timing cells, or for a count pass the host build that scripts/test.sh makes too.
