@@ -259,11 +259,12 @@ pub fn html(report: &LegReport) -> String {
     if !failing.is_empty() {
         let _ = writeln!(
             body,
-            "<div class=\"failing\" id=\"failing\"><p class=\"warning\"><strong>{} this run:</strong></p><ul>",
+            "<div class=\"failing\" id=\"failing\"><p class=\"warning\"><strong>{} where it counts</strong> (a strict run fails on {}):</p><ul>",
             match failing.len() {
-                1 => "1 cell fails".to_string(),
-                n => format!("{n} cells fail"),
-            }
+                1 => "1 cell regressed".to_string(),
+                n => format!("{n} cells regressed"),
+            },
+            if failing.len() == 1 { "it" } else { "them" }
         );
         for (id, what) in &failing {
             let _ = writeln!(

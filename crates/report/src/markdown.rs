@@ -27,9 +27,9 @@ pub fn markdown(report: &LegReport) -> String {
     if !failing.is_empty() {
         let _ = writeln!(
             md,
-            "> [!CAUTION]\n> {} fail{} this run:",
+            "> [!CAUTION]\n> {} regressed where it counts (a strict run fails on {}):",
             cells_text(failing.len()),
-            if failing.len() == 1 { "s" } else { "" }
+            if failing.len() == 1 { "it" } else { "them" }
         );
         for (id, what) in &failing {
             let _ = writeln!(md, "> - `{id}`: {}", text(what));
