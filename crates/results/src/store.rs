@@ -315,32 +315,9 @@ pub fn read_bounded(path: &Path, bound: u64, what: &str) -> io::Result<Vec<u8>> 
     Ok(bytes)
 }
 
-/// Opens `path` for reading if it is a regular file: opened without blocking and looked at
-/// before a byte is read, so a FIFO, socket or device where a file belongs is refused
-/// rather than waited on for ever.
-pub fn open_regular(path: &Path) -> io::Result<std::fs::File> {
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let kind = file.metadata()?.file_type();
-    let what = if kind.is_file() {
-        return Ok(file);
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_char_device() || kind.is_block_device() {
-        "a device"
-    } else {
-        "a folder"
-    };
-    Err(io::Error::new(
-        io::ErrorKind::InvalidInput,
-        format!("{what}, not a regular file; refused"),
-    ))
-}
+/// Opens `path` for reading if it is a regular file; a FIFO, socket or device is refused
+/// before a byte is read (the same check as the count files').
+pub use ipc_matrix_count_window::open_regular_file as open_regular;
 
 /// `16777216` -> `16 MiB`.
 fn mebibytes(bytes: u64) -> String {

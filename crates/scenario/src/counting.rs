@@ -90,16 +90,7 @@ impl Counting {
                 "{COUNT_FILE_ENV} is {pattern:?}, which has no %p: it names the counting plugin's output of each process, with %p for the process id (scripts/qemu-run sets it)"
             ));
         }
-        let own = PathBuf::from(pattern.replace("%p", &std::process::id().to_string()));
-        let plugin_api = match ipc_matrix_count_window::loaded_plugin_api(&own, std::process::id())
-        {
-            Ok(Some(api)) => api,
-            Ok(None) => return Err(not_loaded(&own, "holds no record of the plugin starting")),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(not_loaded(&own, "does not exist"))
-            }
-            Err(e) => return Err(format!("instruction counting was asked for, but {e}")),
-        };
+        let plugin_api = loaded_plugin_api(&pattern)?;
         // 48 bits from the clock and the process: distinct per cell, with 8 bits left
         // for the side.
         let now = std::time::SystemTime::now()
@@ -203,6 +194,26 @@ impl Counting {
         }
         (n > 0).then_some((sum, n))
     }
+}
+
+/// The API of the plugin that counts this process, from its record of starting in this
+/// process's count file. Looked for once: the plugin starts with the process, and the
+/// file grows by every window of every cell the process runs.
+fn loaded_plugin_api(pattern: &str) -> Result<u32, String> {
+    static LOADED: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    if let Some(&api) = LOADED.get() {
+        return Ok(api);
+    }
+    let own = PathBuf::from(pattern.replace("%p", &std::process::id().to_string()));
+    let api = match ipc_matrix_count_window::loaded_plugin_api(&own, std::process::id()) {
+        Ok(Some(api)) => api,
+        Ok(None) => return Err(not_loaded(&own, "holds no record of the plugin starting")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(not_loaded(&own, "does not exist"))
+        }
+        Err(e) => return Err(format!("instruction counting was asked for, but {e}")),
+    };
+    Ok(*LOADED.get_or_init(|| api))
 }
 
 fn not_loaded(file: &Path, what: &str) -> String {

@@ -1,13 +1,11 @@
-//! The counting setup of this process, as it sees it: the emulator that runs it (named by
-//! the runner script), the counting plugin's API, and the C library and other shared
+//! The counting setup of this process, as it sees it: the emulator that runs it (the
+//! version line the runner script passes, as `Environment` captured it), the counting plugin's API, and the C library and other shared
 //! objects it has mapped, each hashed. Read once per process.
 
-use ipc_matrix_results::CountingSetup;
+use ipc_matrix_results::{CountingSetup, Environment};
 use sha2::{Digest, Sha256};
 use std::sync::OnceLock;
 
-/// Set by `scripts/qemu-run` to the emulator's version line.
-const QEMU_VERSION_ENV: &str = "IPC_MATRIX_QEMU_VERSION";
 /// Hex digits of a library's SHA-256 kept: enough to tell two builds apart.
 const DIGEST_HEX: usize = 16;
 
@@ -18,7 +16,7 @@ pub(crate) fn of_this_process(plugin_api: u32) -> CountingSetup {
         .get_or_init(|| {
             let libraries = mapped_libraries();
             CountingSetup {
-                emulator: emulator(std::env::var(QEMU_VERSION_ENV).ok().as_deref()),
+                emulator: emulator(Environment::capture().qemu_version.as_deref()),
                 plugin_api,
                 c_library: c_library(),
                 linkage: if libraries.is_empty() {
