@@ -1,38 +1,34 @@
 #!/usr/bin/env bash
-# The instruction-count pass of a native leg: the same cells, run again under QEMU user
-# mode for the machine's own architecture (qemu-x86_64 on x86_64, qemu-aarch64 on arm64)
-# with the counting plugin and a fixed emulated CPU model (scripts/qemu-run). Its results
-# form the leg `<triple>@qemu`, judged on guest instructions per round trip, which do not
-# depend on the host, its load or its CPU model. Timings stay with the native pass.
-# On an emulated leg there is nothing to do: its suite already ran under QEMU, counted.
+# The instruction-count pass of a leg: its architecture's cells, built as the counted
+# build (static against musl, C and C++ compiled by zig: scripts/lib.sh counted_target)
+# and run under the pinned QEMU (scripts/pinned-qemu.sh) with the counting plugin and a
+# fixed emulated CPU model (scripts/qemu-run). Nothing it counts comes from the host:
+# not its C library, not its compiler, not its emulator. Its results form the leg
+# `<arch>-unknown-linux-musl@qemu`, judged on guest instructions per round trip.
+# Timings stay with the leg's own pass.
 #   scripts/count-pass.sh x86_64-unknown-linux-gnu [nextest arguments, e.g. -E 'test(/^echo::/)']
+#   scripts/count-pass.sh aarch64-unknown-linux-gnu   (another architecture: under qemu-aarch64)
+# The counted triple itself (x86_64-unknown-linux-musl) names the same pass.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(repo_root)"
 triple="${1:-}"
 [ -n "$triple" ] || die "usage: scripts/count-pass.sh <target-triple> [nextest arguments]"
 shift
-host="$(rustc -vV | sed -n 's/^host: //p')"
-if [ "$triple" != "$host" ]; then
-  say "count pass: $triple is emulated here; its suite was counted as it ran"
-  exit 0
+counted="$(counted_target "$triple")" ||
+  die "count pass: $triple has no counted build (the pinned QEMU covers x86_64 and aarch64)"
+# Prepared by the caller (scripts/second-userland.sh: the build, the plugin, the pinned
+# QEMU and zig's settings come from the machine around it), or here.
+if [ "${IPC_MATRIX_COUNT_PASS_PREPARED:-0}" != 1 ]; then
+  scripts/setup-target.sh "$counted"
+  ensure_count_plugin
+  # The reference C peer its echo-c-peer cells start, static like them.
+  scripts/build-peers.sh "$counted" >/dev/null
+  zig_env "$counted"
 fi
-ensure_count_plugin
-# The reference C peer its echo-c-peer cells start (built once; up to date after the suite).
-scripts/build-peers.sh "$triple" >/dev/null
-arch="$(uname -m)"
-command -v "qemu-$arch" >/dev/null 2>&1 || apt_install qemu-user ||
-  die "qemu-$arch is missing; install qemu-user"
-var="CARGO_TARGET_$(printf '%s' "$triple" | tr 'a-z.-' 'A-Z__')_RUNNER"
-say "count pass: the cells of $triple under qemu-$arch (leg $triple@qemu)"
-# Cells only, unless told otherwise: the fault tests prove checks, which the native pass
-# already did.
+say "count pass: the cells of $triple, as $counted under the pinned QEMU (leg $counted@qemu)"
+# Cells only, unless told otherwise: the fault tests prove checks, which the leg's own
+# pass already did. The workspace is selected, as nextest's own builds select it, so
+# that a later run with other arguments finds the same units built.
 [ $# -gt 0 ] || set -- -E 'not test(/^fault::/)'
-# The native suite's own build, so nothing compiles twice: its --target, if it had one
-# (IPC_MATRIX_TARGET), and the workspace selected (`-p ipc-matrix` alone would resolve
-# some dependencies' features otherwise and compile them, and the CLI, again).
-suite_target_args
-if [ -n "${IPC_MATRIX_TARGET:-}" ] && [ "$IPC_MATRIX_TARGET" != "$triple" ]; then
-  die "IPC_MATRIX_TARGET is $IPC_MATRIX_TARGET, but this is the count pass of $triple"
-fi
-env "$var=$PWD/scripts/qemu-run $arch $arch-linux-gnu" IPC_MATRIX_EMULATE_NATIVE=1 IPC_MATRIX_COUNT=on \
-  cargo nextest run --locked --workspace --test matrix --profile ci "${suite_target[@]}" "$@"
+IPC_MATRIX_EMULATE_NATIVE=1 IPC_MATRIX_COUNT=on \
+  cargo nextest run --locked --workspace --test matrix --profile ci --target "$counted" "$@"

@@ -83,11 +83,77 @@ ipc_matrix() {
   IPC_MATRIX_COUNT=off "${runner[@]}" "$bin/debug/ipc-matrix" "$@"
 }
 
-# The QEMU plugin that counts guest instructions (crates/qemu-count), built for this
-# machine; scripts/qemu-run loads it when it exists.
+# What counts guest instructions, both built for this machine: the QEMU plugin
+# (crates/qemu-count) and the pinned QEMU that loads it (scripts/pinned-qemu.sh, built
+# once). scripts/qemu-run counts with them.
 ensure_count_plugin() {
   say "cargo build --release -p ipc-matrix-qemu-count (the instruction-count plugin)"
   cargo build --locked --quiet --release -p ipc-matrix-qemu-count
+  scripts/pinned-qemu.sh >/dev/null
+}
+
+# The counted build of an architecture: static, against musl, its C and C++ compiled by
+# zig, so that nothing it runs comes from the host's C library or compiler.
+#   counted_target x86_64-unknown-linux-gnu   -> x86_64-unknown-linux-musl
+counted_target() {
+  case "$1" in
+    x86_64-unknown-linux-* ) printf 'x86_64-unknown-linux-musl\n' ;;
+    aarch64-unknown-linux-* ) printf 'aarch64-unknown-linux-musl\n' ;;
+    *) return 1 ;;
+  esac
+}
+
+# Builds the cells of the counted builds given (the count passes' own build, as
+# scripts/count-pass.sh selects it) in one cargo run, so that each one's serial tail
+# (the last crates, the links) overlaps the other's work.
+#   counted_build x86_64-unknown-linux-musl aarch64-unknown-linux-musl
+counted_build() {
+  local targets=() t
+  for t in "$@"; do targets+=(--target "$t"); done
+  say "the counted builds: $*"
+  (
+    zig_env "$@"
+    cargo test --no-run --locked --quiet --workspace --test matrix "${targets[@]}"
+  )
+}
+
+# zig (compiler, linker and C library of the counted builds) and cargo-zigbuild (which
+# drives zig for cargo), both pinned, in a virtualenv under target/.
+zig_venv() { printf '%s\n' "${CARGO_TARGET_DIR:-$(repo_root)/target}/zig-venv"; }
+ensure_zig() {
+  local venv
+  venv="$(zig_venv)"
+  if [ -x "$venv/bin/cargo-zigbuild" ] && "$venv/bin/python3" -m ziglang version >/dev/null 2>&1; then
+    return
+  fi
+  command -v python3 >/dev/null 2>&1 || apt_install python3 python3-venv ||
+    die "python3 is missing: the counted builds' zig comes from PyPI"
+  python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv && python3 -m venv "$venv"; } ||
+    die "python3 -m venv failed (install python3-venv)"
+  say "installing zig (ziglang) and cargo-zigbuild into $venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check --only-binary :all: \
+    "ziglang==0.17.1" "cargo-zigbuild==0.24.1"
+}
+
+# Exports what `cargo zigbuild --target <triple>...` would set for cargo (each target's
+# CC, CXX, AR, RANLIB and linker: zig wrappers), read from cargo-zigbuild itself, so
+# that `cargo nextest run --target <triple>` builds exactly as cargo zigbuild does.
+zig_env() {
+  local venv line targets=() t
+  for t in "$@"; do targets+=(--target "$t"); done
+  ensure_zig
+  venv="$(zig_venv)"
+  printf '#!/bin/sh\nexec env -0\n' >"$venv/print-env"
+  chmod +x "$venv/print-env"
+  while IFS= read -r -d '' line; do
+    case "$line" in
+      AR_* | BINDGEN_EXTRA_CLANG_ARGS_* | CARGO_TARGET_*_LINKER=* | CARGO_ZIGBUILD_* | \
+        CC_* | CMAKE_TOOLCHAIN_FILE_* | CXX_* | RANLIB_*) export "${line?}" ;;
+    esac
+  done < <(PATH="$venv/bin:$PATH" CARGO="$venv/print-env" "$venv/bin/cargo-zigbuild" zigbuild "${targets[@]}")
+  # Recorded with each count (its C library is this zig's musl).
+  IPC_MATRIX_ZIG="zig $("$venv/bin/python3" -m ziglang version)"
+  export IPC_MATRIX_ZIG
 }
 
 # The profile the suite ran (the harness reads the same variable).

@@ -4,10 +4,26 @@
 # installs only what is missing and says what it did.
 #   scripts/setup-target.sh aarch64-unknown-linux-gnu
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$(repo_root)"
 
 triple="${1:-}"
 [ -n "$triple" ] || die "usage: scripts/setup-target.sh <target-triple>"
 host="$(rustc -vV | sed -n 's/^host: //p')"
+
+# A counted build (static, musl, compiled by zig): the rustup target, zig and
+# cargo-zigbuild (pinned, from PyPI) and the pinned QEMU; no cross gcc, no sysroot.
+case "$triple" in
+  x86_64-unknown-linux-musl | aarch64-unknown-linux-musl)
+    if rustup target list --installed | grep -qx "$triple"; then
+      say "rustup target $triple: already installed"
+    else
+      say "rustup target add $triple"
+      rustup target add "$triple"
+    fi
+    ensure_zig
+    say "the pinned QEMU: $(scripts/pinned-qemu.sh)"
+    exit 0 ;;
+esac
 
 # Per target: the cross gcc prefix, Debian's libc6-dev-*-cross suffix, the qemu binary.
 case "$triple" in

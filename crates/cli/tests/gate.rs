@@ -8,7 +8,7 @@ use common::{text, Scratch};
 use ipc_matrix_results::{fixture, write_result, CellResult, InstructionCounts};
 use std::process::Output;
 
-/// x86_64 blocks merges, natively and (its count pass) as `x86_64-unknown-linux-gnu@qemu`;
+/// x86_64 blocks merges, natively and (its count pass) as `x86_64-unknown-linux-musl@qemu`;
 /// s390x under QEMU does not.
 const MATRIX: &str = r#"
 version: 1
@@ -25,7 +25,7 @@ scenarios:
 "#;
 
 const NATIVE: &str = "x86_64-unknown-linux-gnu@native";
-const COUNTED: &str = "x86_64-unknown-linux-gnu@qemu";
+const COUNTED: &str = "x86_64-unknown-linux-musl@qemu";
 const S390X: &str = "s390x-unknown-linux-gnu@qemu";
 const LEGS: [&str; 3] = [NATIVE, COUNTED, S390X];
 

@@ -67,11 +67,56 @@ fn the_plan_command_prints_one_leg_per_target_with_the_fields_the_workflow_reads
         assert_eq!(leg["target"].as_str(), Some(t.triple.as_str()), "{leg}");
         assert_eq!(leg["runner"].as_str(), Some(t.runner.as_str()), "{leg}");
         assert_eq!(leg["blocks_merge"].as_bool(), Some(t.blocks_merge), "{leg}");
+        // The count pass of a native leg: its leg and target, as the scripts name them.
+        let count_leg = match t.runner {
+            Runner::Native => ipc_matrix_spec::count_leg(&t.triple, t.runner).unwrap_or_default(),
+            Runner::Qemu => String::new(),
+        };
+        assert_eq!(leg["count_leg"].as_str(), Some(count_leg.as_str()), "{leg}");
+        let count_target = count_leg.strip_suffix("@qemu").unwrap_or("");
+        assert_eq!(leg["count_target"].as_str(), Some(count_target), "{leg}");
+        if !count_target.is_empty() {
+            assert_eq!(counted_target_of_lib_sh(&t.triple), count_target, "{leg}");
+        }
         let os = match (t.runner, t.triple.starts_with("aarch64-")) {
             (Runner::Native, true) => "ubuntu-24.04-arm",
             _ => "ubuntu-24.04",
         };
         assert_eq!(leg["os"].as_str(), Some(os), "{leg}");
+    }
+}
+
+/// What scripts/lib.sh's `counted_target` prints for `triple` (the scripts' name of the
+/// counted build), run by bash.
+fn counted_target_of_lib_sh(triple: &str) -> String {
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg("source scripts/lib.sh && counted_target \"$1\"")
+        .arg("lib.sh")
+        .arg(triple)
+        .current_dir(repo(""))
+        .output()
+        .expect("bash runs");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn the_scripts_and_the_spec_name_the_same_counted_builds() {
+    for triple in [
+        "x86_64-unknown-linux-gnu",
+        "aarch64-unknown-linux-gnu",
+        "x86_64-unknown-linux-musl",
+        "aarch64-unknown-linux-musl",
+        "s390x-unknown-linux-gnu",
+        "riscv64gc-unknown-linux-gnu",
+        "powerpc64le-unknown-linux-gnu",
+        "armv7-unknown-linux-gnueabihf",
+    ] {
+        assert_eq!(
+            counted_target_of_lib_sh(triple),
+            ipc_matrix_spec::counted_target(triple).unwrap_or(""),
+            "{triple}"
+        );
     }
 }
 
@@ -94,9 +139,9 @@ scenarios:
         printed.to_string(),
         concat!(
             r#"{"include":["#,
-            r#"{"blocks_merge":true,"leg":"x86_64-unknown-linux-gnu@native","os":"ubuntu-24.04","runner":"native","target":"x86_64-unknown-linux-gnu"},"#,
-            r#"{"blocks_merge":true,"leg":"aarch64-unknown-linux-gnu@native","os":"ubuntu-24.04-arm","runner":"native","target":"aarch64-unknown-linux-gnu"},"#,
-            r#"{"blocks_merge":false,"leg":"s390x-unknown-linux-gnu@qemu","os":"ubuntu-24.04","runner":"qemu","target":"s390x-unknown-linux-gnu"}"#,
+            r#"{"blocks_merge":true,"count_leg":"x86_64-unknown-linux-musl@qemu","count_target":"x86_64-unknown-linux-musl","leg":"x86_64-unknown-linux-gnu@native","os":"ubuntu-24.04","runner":"native","target":"x86_64-unknown-linux-gnu"},"#,
+            r#"{"blocks_merge":true,"count_leg":"aarch64-unknown-linux-musl@qemu","count_target":"aarch64-unknown-linux-musl","leg":"aarch64-unknown-linux-gnu@native","os":"ubuntu-24.04-arm","runner":"native","target":"aarch64-unknown-linux-gnu"},"#,
+            r#"{"blocks_merge":false,"count_leg":"","count_target":"","leg":"s390x-unknown-linux-gnu@qemu","os":"ubuntu-24.04","runner":"qemu","target":"s390x-unknown-linux-gnu"}"#,
             "]}"
         )
     );
@@ -182,6 +227,24 @@ const BREAKAGES: &[(&str, &str, &str, &str)] = &[
         "          TARGET: ${{ matrix.target }}\n        run: scripts/setup-target.sh",
         "          TARGET: ${{ matrix.leg }}\n        run: scripts/setup-target.sh",
         "matrix.target",
+    ),
+    (
+        "the count pass runs on native legs only, not where the plan gives one",
+        "        if: matrix.count_leg != ''\n",
+        "        if: matrix.runner == 'native'\n",
+        "the count pass must run",
+    ),
+    (
+        "the counts are reported under the leg's own triple",
+        "          LEG: ${{ matrix.count_leg }}",
+        "          LEG: ${{ matrix.target }}@qemu",
+        "no step reports the count leg",
+    ),
+    (
+        "the cache forgets the pinned QEMU",
+        "            target/pinned\n            ~/.cache/zig\n          key: ${{ matrix.leg }}",
+        "            ~/.cache/zig\n          key: ${{ matrix.leg }}",
+        "the cache leaves out target/pinned",
     ),
     (
         "the count pass is given a hard-coded target",
@@ -431,8 +494,8 @@ const BREAKAGES: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "the cache leaves the leg's build out",
-        "            target/${{ matrix.target }}/debug\n          key: ${{ matrix.leg }}",
-        "          key: ${{ matrix.leg }}",
+        "            target/${{ matrix.target }}/debug\n            target/${{ matrix.count_target",
+        "            target/${{ matrix.count_target",
         "the cache leaves out target/${{ matrix.target }}/debug",
     ),
     (
@@ -602,6 +665,7 @@ fn workflow_problems(workflow: &str, spec: &Spec) -> Vec<String> {
         check_nextest_install(name, job, &mut problems);
         check_leg_cache(name, job, &mut problems);
         check_suite_build_reused(name, job, &mut problems);
+        check_count_pass(name, job, &mut problems);
     }
     if let (Some(job), Some(&(_, leg))) = (jobs.get("side-by-side"), leg_jobs.first()) {
         check_gate(job, leg, spec, &mut problems);
@@ -1268,6 +1332,62 @@ fn check_leg_cache(name: &str, job: &Value, problems: &mut Vec<String>) {
     }
 }
 
+/// The count pass runs where the plan gives the leg one (`matrix.count_leg`), through the
+/// pinned path (scripts/count-pass.sh: the counted build under the pinned QEMU), its
+/// counts are reported under that leg whatever became of the tests, and the cache keeps
+/// the counted build and the pinned QEMU.
+fn check_count_pass(name: &str, job: &Value, problems: &mut Vec<String>) {
+    let steps = steps_of(job);
+    let at = |i: usize| format!("jobs.{name}.steps[{i}]");
+    let passes: Vec<(usize, &&Value)> = steps
+        .iter()
+        .enumerate()
+        .filter(|(_, st)| str_of(&st["run"]).is_some_and(|r| r.contains("scripts/count-pass.sh")))
+        .collect();
+    if passes.is_empty() {
+        problems.push(format!("jobs.{name}: no step runs scripts/count-pass.sh"));
+    }
+    for (i, step) in passes {
+        let condition = str_of(&step["if"]).and_then(expression_or_plain);
+        if condition.as_deref() != Some("matrix.count_leg != ''") {
+            problems.push(format!(
+                "{}: the count pass must run `if: matrix.count_leg != ''` (it has {condition:?})",
+                at(i)
+            ));
+        }
+    }
+    let reported = steps.iter().any(|st| {
+        str_of(&st["run"]).is_some_and(|r| r.contains("scripts/leg-report.sh"))
+            && st["env"]
+                .get("LEG")
+                .and_then(str_of)
+                .and_then(expression)
+                .as_deref()
+                == Some("matrix.count_leg")
+            && str_of(&st["if"]).and_then(expression_or_plain).as_deref()
+                == Some("always() && matrix.count_leg != ''")
+    });
+    if !reported {
+        problems.push(format!(
+            "jobs.{name}: no step reports the count leg (scripts/leg-report.sh with LEG \
+             `${{{{ matrix.count_leg }}}}`, `if: always() && matrix.count_leg != ''`)"
+        ));
+    }
+    if let Some(&(r, restore)) = uses_of(job, "actions/cache/restore").first() {
+        let paths = path_lines(restore);
+        for wanted in [
+            "target/${{ matrix.count_target || matrix.target }}/debug",
+            "target/pinned",
+        ] {
+            if !paths.iter().any(|p| p == wanted) {
+                problems.push(format!(
+                    "jobs.{name}.steps[{r}]: the cache leaves out {wanted} (the count pass's build)"
+                ));
+            }
+        }
+    }
+}
+
 /// The count pass and the reports run from the build of the leg's tests: each step that
 /// runs them is given the leg's cargo target (IPC_MATRIX_TARGET, read by scripts/lib.sh),
 /// or scripts/lib.sh's `ipc_matrix` would build the whole graph again without --target.
@@ -1369,8 +1489,10 @@ fn check_gate(job: &Value, leg: &Value, spec: &Spec, problems: &mut Vec<String>)
         return;
     };
     let leg_name = format!("{host}@native");
+    let counted = ipc_matrix_spec::counted_target(host).unwrap_or(host);
     let as_host = |text: &str| {
         text.replace("${{ matrix.leg }}", &leg_name)
+            .replace("${{ matrix.count_target || matrix.target }}", counted)
             .replace("${{ matrix.target }}", host)
     };
     let rustc = |j: &Value| rustc_step_id(j).map(|id| format!("steps.{id}.outputs.rustc"));
@@ -1579,10 +1701,11 @@ fn shell_words_keep_substitutions_and_drop_quotes() {
 // The scripts the legs run: no second build.
 
 /// What in scripts/lib.sh (`lib`) and scripts/count-pass.sh (`count_pass`) would compile
-/// a second graph after the suite's: the CLI of the reports must come from `cargo test
-/// --no-run` with nextest's selection (the workspace, the suite's --target), never `cargo
-/// run`/`cargo build` (`-p ipc-matrix` resolves features apart); the count pass must
-/// select the workspace with the suite's --target.
+/// a second graph: the CLI of the reports must come from `cargo test --no-run` with
+/// nextest's selection (the workspace, the suite's --target), never `cargo run`/`cargo
+/// build` (`-p ipc-matrix` resolves features apart); the count pass must build the
+/// counted target (`--target "$counted"`) with the workspace selected, as nextest's own
+/// runs of it select it.
 fn script_problems(lib: &str, count_pass: &str) -> Vec<String> {
     let mut problems = Vec::new();
     let body = lib
@@ -1621,20 +1744,20 @@ fn script_problems(lib: &str, count_pass: &str) -> Vec<String> {
         || nextest.iter().any(|l| {
             let words = shell_words(l);
             !words.iter().any(|w| w == "--workspace")
-                || !l.contains("\"${suite_target[@]}\"")
+                || !l.contains("--target \"$counted\"")
                 || words.iter().any(|w| w == "-p" || w == "--package")
         })
     {
         problems.push(format!(
-            "scripts/count-pass.sh: the count pass is not built as the suite is (--workspace \
-             \"${{suite_target[@]}}\", no -p): {nextest:?}"
+            "scripts/count-pass.sh: the count pass is not built as the counted build (--workspace \
+             --target \"$counted\", no -p): {nextest:?}"
         ));
     }
     problems
 }
 
 #[test]
-fn the_reports_and_the_count_pass_reuse_the_suite_build() {
+fn the_reports_reuse_the_suite_build_and_the_count_pass_builds_the_counted_one() {
     let (lib, count_pass) = (read("scripts/lib.sh"), read("scripts/count-pass.sh"));
     let problems = script_problems(&lib, &count_pass);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
@@ -1655,13 +1778,13 @@ fn the_reports_and_the_count_pass_reuse_the_suite_build() {
             "count-pass.sh",
             "--workspace --test matrix",
             "-p ipc-matrix --test matrix",
-            "not built as the suite is",
+            "not built as the counted build",
         ),
         (
             "count-pass.sh",
-            " \"${suite_target[@]}\" \"$@\"",
+            " --target \"$counted\" \"$@\"",
             " \"$@\"",
-            "not built as the suite is",
+            "not built as the counted build",
         ),
     ];
     for &(file, from, to, reason) in breakages {

@@ -28,6 +28,11 @@ pub struct JobMatrix {
 pub struct Job {
     /// Whether a failure of this leg blocks the merge.
     pub blocks_merge: bool,
+    /// The leg its count pass reports under ([`crate::count_leg`]): set on native legs
+    /// of an architecture with a counted build, empty on the others.
+    pub count_leg: String,
+    /// The cargo target of that count pass ([`crate::counted_target`]), or empty.
+    pub count_target: String,
     /// `<triple>@<runner>`.
     pub leg: String,
     /// The runner image ([`runner_image`]).
@@ -53,6 +58,14 @@ pub fn job_matrix(spec: &Spec) -> Result<JobMatrix, String> {
         .map(|t| {
             Ok(Job {
                 blocks_merge: t.blocks_merge,
+                count_leg: match t.runner {
+                    Runner::Native => crate::count_leg(&t.triple, t.runner).unwrap_or_default(),
+                    Runner::Qemu => String::new(),
+                },
+                count_target: match t.runner {
+                    Runner::Native => crate::counted_target(&t.triple).unwrap_or_default().into(),
+                    Runner::Qemu => String::new(),
+                },
                 leg: format!("{}@{}", t.triple, t.runner),
                 os: runner_image(&t.triple, t.runner)?,
                 runner: t.runner.as_str(),

@@ -17,6 +17,7 @@
 
 mod cell;
 mod checks;
+mod counted;
 mod error;
 mod events;
 pub mod github;
@@ -33,6 +34,7 @@ mod units;
 mod validate;
 
 pub use cell::{Cell, CELL_GROUP_FAULT};
+pub use counted::{count_leg, counted_target};
 pub use error::{SpecError, SpecErrors};
 // Every kind's public types (its settings, in scenarios and in cells), and the kinds.
 pub use kinds::*;

@@ -21,8 +21,10 @@ pub enum FutexWake {
 /// re-check their condition. The futex is not FUTEX_PRIVATE: the word lives in memory
 /// shared between processes.
 pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) -> FutexWake {
+    // Clamped so that it fits a 32-bit time_t too; `as _` takes the field's own type
+    // (libc names musl's time_t deprecated: it is to become 64-bit everywhere).
     let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_sec: timeout.as_secs().min(i32::MAX as u64) as _,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
     };
     // SAFETY: `word` is a valid, aligned u32 for the duration of the call.

@@ -4,8 +4,8 @@
 //! gates, or has no report at all.
 //!
 //! Which legs block merges comes from matrix.yaml: `<triple>@<runner>` when that target
-//! has `blocks_merge: true`, and `<triple>@qemu` too when the native target of the triple
-//! does (the native leg's instruction-count pass, reported under that name).
+//! has `blocks_merge: true`, and its count leg too (`<arch>-unknown-linux-musl@qemu`, the
+//! native leg's instruction-count pass: `ipc_matrix_spec::count_leg`).
 //!
 //! Which regressions gate is what the blocking legs themselves fail on
 //! (`report --strict-instructions`): guest instruction counts, deterministic, always;
@@ -18,7 +18,7 @@
 
 use anyhow::{Context, Result};
 use ipc_matrix::exit_code;
-use ipc_matrix_spec::{Runner, Spec};
+use ipc_matrix_spec::Spec;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -161,9 +161,7 @@ fn expected_legs(spec: &Spec) -> Vec<String> {
     let mut legs: Vec<String> = Vec::new();
     for t in spec.targets.iter().filter(|t| t.blocks_merge) {
         let mut own = vec![format!("{}@{}", t.triple, t.runner)];
-        if t.runner == Runner::Native {
-            own.push(format!("{}@{}", t.triple, Runner::Qemu));
-        }
+        own.extend(ipc_matrix_spec::count_leg(&t.triple, t.runner));
         for leg in own {
             if !legs.contains(&leg) {
                 legs.push(leg);
@@ -173,17 +171,12 @@ fn expected_legs(spec: &Spec) -> Vec<String> {
     legs
 }
 
-/// Whether `leg` (`<triple>@<runner>`) blocks merges: its target does, or for a `@qemu`
-/// leg the native target of its triple does (that leg is then also its count pass).
+/// Whether `leg` (`<triple>@<runner>`) blocks merges: its target does, or it is the
+/// count leg of a target that does (a native leg's count pass reports under it).
 fn blocks_merge(spec: &Spec, leg: &str) -> bool {
-    let Some((triple, runner)) = leg.rsplit_once('@') else {
-        return false;
-    };
-    spec.targets.iter().any(|t| {
-        t.blocks_merge
-            && t.triple == triple
-            && (t.runner.as_str() == runner
-                || (runner == Runner::Qemu.as_str() && t.runner == Runner::Native))
+    spec.targets.iter().filter(|t| t.blocks_merge).any(|t| {
+        format!("{}@{}", t.triple, t.runner) == leg
+            || ipc_matrix_spec::count_leg(&t.triple, t.runner).as_deref() == Some(leg)
     })
 }
 

@@ -54,9 +54,14 @@ fn c_library() -> String {
     format!("glibc {}", version.to_string_lossy())
 }
 
+/// A static musl build names the toolchain whose musl it links: `scripts/lib.sh zig_env`
+/// sets IPC_MATRIX_ZIG (`zig 0.17.1`) for the counted builds.
 #[cfg(target_env = "musl")]
 fn c_library() -> String {
-    "musl (linked into the binary)".into()
+    match option_env!("IPC_MATRIX_ZIG") {
+        Some(zig) => format!("musl of {zig} (linked into the binary)"),
+        None => "musl (linked into the binary)".into(),
+    }
 }
 
 #[cfg(not(any(target_env = "gnu", target_env = "musl")))]
