@@ -8,3 +8,4 @@ pub mod matrix;
 pub mod probe;
 pub mod report;
 pub mod run;
+pub mod same_counts;

@@ -96,12 +96,20 @@ enum Command {
         out: Option<PathBuf>,
         /// With --compare, also the merge gate over the folders' results.json: exit 3 when
         /// a leg that blocks merges regressed (a target with `blocks_merge: true` in the
-        /// matrix file, and the instruction-count pass `<triple>@qemu` of a blocking native
-        /// target; instruction counts gate, round trips where the profile is strict), else
+        /// matrix file, and the instruction-count pass of a blocking native target,
+        /// `<arch>-unknown-linux-musl@qemu`; instruction counts gate, round trips where the
+        /// profile is strict), else
         /// 1 when such a leg of --profile has no results.json among the folders. Any
         /// number of folders then; those without cell results are gated, not compared.
         #[arg(long, requires = "compare")]
         fail_on_blocking_regressions: bool,
+        /// Also compare each leg's instruction counts with those of another run of it
+        /// (`<results>/<leg>/<profile>`: the same commit counted in another userland, on
+        /// another machine), cell by cell, to the last digit: exit 3 when a cell whose
+        /// count gates differs at all. Counts that only inform are shown with how far they
+        /// moved.
+        #[arg(long, value_name = "DIR", conflicts_with = "compare")]
+        same_counts_as: Option<PathBuf>,
     },
     /// Draw per-cell trends from several runs' results.json (for example the artifacts of
     /// successive commits), ordered by time and labelled by commit, with the baseline's
@@ -268,12 +276,13 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
             compare,
             out,
             fail_on_blocking_regressions,
+            same_counts_as,
         } => commands::report::run(
             &stored,
             judging,
             compare.as_deref(),
             out,
-            fail_on_blocking_regressions,
+            (fail_on_blocking_regressions, same_counts_as.as_deref()),
         ),
         Command::History { paths, out, leg } => {
             commands::history::run(&paths, &out.expect("resolved"), &leg)

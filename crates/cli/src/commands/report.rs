@@ -18,18 +18,25 @@ pub fn run(
     judging: Judging,
     compare: Option<&[PathBuf]>,
     out: Option<PathBuf>,
-    fail_on_blocking_regressions: bool,
+    (fail_on_blocking_regressions, same_counts_as): (bool, Option<&Path>),
 ) -> Result<u8> {
     let Some(folders) = compare else {
         let gate = judging.gate();
         return stored.policy().and_then(|policy| {
+            let legs = stored.legs()?;
+            if same_counts_as.is_some() && legs.len() != 1 {
+                anyhow::bail!(
+                    "--same-counts-as compares one leg; give --leg (the results hold {})",
+                    legs.join(", ")
+                );
+            }
             report_legs(
                 &stored.results_dir(),
                 &baselines_dir(judging.baselines, &stored.matrix),
-                &stored.legs()?,
+                &legs,
                 &stored.profile,
                 (policy, gate),
-                None,
+                (None, same_counts_as),
             )
         });
     };
@@ -76,7 +83,7 @@ pub fn report_legs(
     legs: &[String],
     profile: &str,
     (policy, gate): (RegressionPolicy, Gate),
-    run: Option<&str>,
+    (run, same_counts_as): (Option<&str>, Option<&Path>),
 ) -> Result<u8> {
     let gate = if policy.strict { Gate::Every } else { gate };
     let strict = gate != Gate::Warn;
@@ -91,6 +98,7 @@ pub fn report_legs(
         say!("note: {missing}; every cell is new (`ipc-matrix baseline accept` makes one)");
     }
     let mut regressions = 0;
+    let mut differing_counts = false;
     for leg in legs {
         let report = leg_report(results, baselines, leg, profile, policy, run)?;
         let dir = ipc_matrix_results::run_dir(results, leg, profile);
@@ -170,6 +178,28 @@ pub fn report_legs(
             written.html.display(),
             written.json.display()
         );
+        if let Some(other) = same_counts_as {
+            let same = super::same_counts::compare(&report, other)?;
+            say_always!(
+                "instruction counts of {} here and in {}:\n\n{}",
+                report.verdict.leg,
+                other.display(),
+                same.table
+            );
+            for cell in &same.differing {
+                eprintln!(
+                    "error: {}: {cell}: its count gates and is not the same in {}",
+                    report.verdict.leg,
+                    other.display()
+                );
+            }
+            regressions += same.differing.len();
+            differing_counts = !same.differing.is_empty();
+        }
+    }
+    if differing_counts {
+        // Not the same to the last digit is a failure whatever the gate: it was asked.
+        return Ok(exit_code::REGRESSED);
     }
     Ok(match (regressions, strict) {
         (0, _) => exit_code::OK,

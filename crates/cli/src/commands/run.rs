@@ -72,7 +72,7 @@ pub fn run(
             std::slice::from_ref(&leg),
             &selection.profile,
             (policy, judging.gate()),
-            Some(&options.run_id),
+            (Some(&options.run_id), None),
         )?
     } else {
         exit_code::OK // nothing was stored to judge
