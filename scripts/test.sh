@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The test command (also what CI runs): formatting, lints, then every test through
-# nextest's `ci` profile, on this machine and on aarch64 under QEMU: unit tests, the
-# fault-injection tests, and one test per cell of the quick profile. The aarch64 leg
-# counts guest instructions as it runs; the host's cells run once more under QEMU for its
-# own architecture to count them (scripts/count-pass.sh). Ends by writing each leg's
+# nextest's `ci` profile, on this machine and on the other of x86_64 and aarch64 under
+# QEMU: unit tests, the fault-injection tests, and one test per cell of the quick
+# profile. The emulated leg is that architecture's counted build (static, musl, by zig)
+# under the pinned QEMU and counts guest instructions as it runs; the host's cells run
+# once more, as its own architecture's counted build, to count them
+# (scripts/count-pass.sh), and that count pass once more in a second userland, which
+# must count the same (scripts/second-userland.sh). Ends by writing each leg's
 # reports (judged against baselines/, instructions included) and all legs side by side,
 # then renders every report page written in headless Chromium (scripts/check-reports.sh):
 # it fails when a page scrolls sideways at 1400 px, a plot or image does not render, or
@@ -20,6 +23,31 @@ ensure_rust
 ensure_nextest
 ensure_interop_tools
 
+# A failing suite still gets its reports: what was measured is kept and shown.
+status=0
+host="$(rustc -vV | sed -n 's/^host: //p')"
+case "$host" in
+  aarch64-*) other=x86_64-unknown-linux-gnu ;;
+  *) other=aarch64-unknown-linux-gnu ;;
+esac
+counted="$(counted_target "$host")" other_counted="$(counted_target "$other")"
+legs=("$host@native")
+mkdir -p target/ipc-matrix
+# Built while the linters run and the host suite compiles (nothing is timed then), and
+# waited for before anything is: the pinned QEMU that counts, and the second userland.
+# One after the other: both may install packages, and apt takes one at a time.
+(scripts/pinned-qemu.sh && scripts/second-userland.sh --prepare) >target/ipc-matrix/prepare.log 2>&1 &
+prepared=$!
+# Says what failed of a background step, with its log's end.
+waited() {
+  local pid="$1" what="$2" log="$3"
+  wait "$pid" && return 0
+  local code=$?
+  tail -n 20 "$log" >&2
+  say "failed: $what (log: $log)"
+  return "$code"
+}
+
 say "cargo fmt --check"
 cargo fmt --all -- --check
 say "cargo clippy --all-targets -D warnings"
@@ -27,28 +55,33 @@ cargo clippy --locked --workspace --all-targets -- -D warnings
 say "workflow lints (actionlint, zizmor)"
 scripts/lint-workflows.sh
 
-# A failing suite still gets its reports: what was measured is kept and shown.
-status=0
-host="$(rustc -vV | sed -n 's/^host: //p')"
-legs=("$host@native")
 # The reference external peers (peers/): the C one built for each target its cells run on.
 scripts/build-peers.sh "$host" >/dev/null
 say "host suite: cargo nextest run --profile ci ($host)"
+cargo nextest run --no-run --locked --workspace --profile ci "$@" || first_failure $?
+waited "$prepared" "the pinned QEMU or the second userland" target/ipc-matrix/prepare.log ||
+  first_failure $?
 cargo nextest run --locked --workspace --profile ci "$@" || first_failure $?
 cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$host.xml" || true
 
-emulated=aarch64-unknown-linux-gnu
-if [ "$host" != "$emulated" ]; then
-  scripts/setup-target.sh "$emulated"
-  scripts/build-peers.sh "$emulated" >/dev/null
-  # Built first: the emulated suite counts guest instructions as it runs.
-  ensure_count_plugin
-  say "emulated suite: cargo nextest run --profile ci --target $emulated (QEMU user mode)"
-  IPC_MATRIX_COUNT=on cargo nextest run --locked --workspace --profile ci --target "$emulated" "$@" ||
-    first_failure $?
-  cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$emulated.xml" || true
-  legs+=("$emulated@qemu")
-fi
+# The counts of both architectures: the cells of this one and of the other, each as its
+# counted build (static against musl, compiled by zig) under the pinned QEMU
+# (scripts/count-pass.sh), built together, so that each build's tail overlaps the other.
+# The other architecture's count pass is also its suite here (its unit tests run on
+# GitHub's machines of that architecture); the transport crate's tests run on it too.
+for t in "$counted" "$other_counted"; do scripts/setup-target.sh "$t"; done
+ensure_count_plugin
+counted_build "$counted" "$other_counted" || first_failure $?
+scripts/count-pass.sh "$other" "$@" || first_failure $?
+cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$other_counted.xml" || true
+legs+=("$other_counted@qemu")
+say "transport suite on $other_counted (the pinned QEMU)"
+(
+  zig_env "$other_counted"
+  IPC_MATRIX_COUNT=off cargo nextest run --locked -p ipc-matrix-transport --profile ci \
+    --target "$other_counted"
+) || first_failure $?
+cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$other_counted-transport.xml" || true
 
 # The transport crate alone on a big-endian CPU under QEMU: its conformance suite and
 # property tests read and write headers and length prefixes, which little-endian CPUs
@@ -60,19 +93,21 @@ if [ "$host" != "$big_endian" ]; then
   cargo nextest run --locked -p ipc-matrix-transport --profile ci --target "$big_endian" ||
     first_failure $?
   cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$big_endian-transport.xml" || true
-  # The C peer built for s390x, checked byte for byte by its cells (a big-endian program
-  # of someone else's, through the external peer protocol).
+  # The C peer built for s390x, checked byte for byte by this machine's harness (a
+  # big-endian program of someone else's, through the external peer protocol).
   scripts/build-peers.sh "$big_endian" >/dev/null
-  say "external C peer cells on $big_endian (QEMU user mode)"
-  cargo nextest run --locked -p ipc-matrix --test matrix --profile ci --target "$big_endian" \
-    -E 'test(/^echo-c-peer::/)' || first_failure $?
-  cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$big_endian-c-peer.xml" || true
+  say "external C peer cells with the peer on $big_endian (QEMU user mode)"
+  scripts/big-endian-peer.sh "$big_endian" || first_failure $?
 fi
 
-# The host's instruction-count pass: its cells again under QEMU for its own architecture,
-# counted on a fixed emulated CPU; the leg <host>@qemu is judged on instructions.
+# The host's instruction-count pass: its cells again, as its architecture's counted
+# build under the pinned QEMU; the leg <arch>-unknown-linux-musl@qemu is judged on
+# instructions.
 scripts/count-pass.sh "$host" || first_failure $?
-legs+=("$host@qemu")
+legs+=("$counted@qemu")
+# The same count again in a second userland (Debian 13): every cell that gates must count
+# the same there, to the last instruction, and pass against baselines/ too.
+scripts/second-userland.sh || first_failure $?
 
 # Instruction regressions fail the test command: counts are deterministic, so a change
 # that costs more instructions must come with its re-measured baseline. Timings only warn.
@@ -101,7 +136,7 @@ if [ "${#compared[@]}" -gt 1 ] && [ -f "$comparison" ]; then pages+=("$compariso
 if [ "${#pages[@]}" -gt 0 ]; then
   scripts/check-reports.sh "${pages[@]}" || first_failure $?
 fi
-say "JUnit: target/nextest/ci/junit-<triple>.xml (and junit-$big_endian-transport.xml, junit-$big_endian-c-peer.xml)"
+say "JUnit: target/nextest/ci/junit-<triple>.xml (and junit-<triple>-transport.xml)"
 for leg in "${legs[@]}"; do
   say "reports of $leg: target/ipc-matrix/$leg/$profile/report.{md,html} and results.json"
 done
