@@ -10,7 +10,7 @@
 use anyhow::{Context, Result};
 use ipc_matrix_baseline::INSTRUCTION_INVARIANCE;
 use ipc_matrix_report::LegReport;
-use ipc_matrix_results::{read_results, CellResult};
+use ipc_matrix_results::{read_run, CellResult};
 use std::fmt::Write;
 use std::path::Path;
 
@@ -30,12 +30,15 @@ pub struct SameCounts {
 
 /// Compares `report`'s counts with those of the run in `other` (`<results>/<leg>/<profile>`).
 pub fn compare(report: &LegReport, other: &Path) -> Result<SameCounts> {
-    let theirs = read_results(other).with_context(|| {
-        format!(
-            "--same-counts-as {}: expected <results>/<leg>/<profile>",
-            other.display()
-        )
-    })?;
+    // The run there that finished last, as a report of that folder judges it.
+    let theirs = read_run(other, None)
+        .with_context(|| {
+            format!(
+                "--same-counts-as {}: expected <results>/<leg>/<profile>",
+                other.display()
+            )
+        })?
+        .results;
     if theirs.is_empty() {
         anyhow::bail!("--same-counts-as {}: no cell results", other.display());
     }
