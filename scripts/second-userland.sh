@@ -91,6 +91,9 @@ done < <(env -0)
 # shellcheck disable=SC2016 # expanded inside the namespace
 "${sudo[@]}" env -i "${pass[@]}" unshare --mount --propagation private bash -euo pipefail -c '
     userland="$1" root="$2"; shift 2
+    # Its root a mount point of its own: `ip netns` makes / a slave mount, which a plain
+    # folder cannot be.
+    mount --bind "$userland" "$userland"
     for dir in /proc /sys /dev; do mount --rbind "$dir" "$userland$dir"; done
     binds=()
     while [ "$1" != -- ]; do binds+=("$1"); shift; done

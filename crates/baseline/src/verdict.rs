@@ -48,11 +48,12 @@ pub const INSTRUCTION_NOISE_FACTOR: f64 = 3.0;
 /// moved with something besides the code: the baseline's runs are made under
 /// perturbations (another path length, a larger environment, CPU hogs), and a count that
 /// moves under any of them depends on the process's incidental state or on timing, so it
-/// only informs. The limit is what prints as 0.000 % at three decimals: a cell that gates
-/// counts the same on every machine and userland (`report --same-counts-as` holds a
-/// second count of a gating cell to it). Cells whose code takes a branch by timing (a
-/// futex wake, a read that returns part of a frame) move by 0.001-0.5 % and inform.
-pub const INSTRUCTION_INVARIANCE: f64 = 0.000005;
+/// only informs. Cells whose code takes a branch by timing now and then (a futex wake the
+/// other side may not need, a read that returns part of a frame) move by 0.0001-0.01 %
+/// under them and still gate; libzmq's and tokio's own threads move theirs by 0.1-0.9 %.
+/// `report --same-counts-as` holds a second count of a gating cell to this limit too (or
+/// to its accepted runs' noise, when wider).
+pub const INSTRUCTION_INVARIANCE: f64 = 0.0001;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
