@@ -32,6 +32,20 @@ impl Scratch {
     }
 }
 
+impl Scratch {
+    /// A stand-in QEMU at bin/qemu-<arch>: prints `version` for --version, runs `help`
+    /// for -h and `run` for anything else.
+    fn fake_qemu(&self, arch: &str, version: &str, help: &str, run: &str) -> PathBuf {
+        std::fs::create_dir_all(self.0.join("bin")).unwrap();
+        self.script(
+            &format!("bin/qemu-{arch}"),
+            &format!(
+                "case \"$1\" in\n  --version) echo '{version}' ;;\n  -h) {help} ;;\n  *) {run} ;;\nesac"
+            ),
+        )
+    }
+}
+
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
@@ -99,17 +113,12 @@ fn a_count_under_a_qemu_that_cannot_load_plugins_stops_naming_it() {
     let program = s.script("program", &format!("touch {}", ran.display()));
     let plugin = s.script("plugin.so", "");
     // A QEMU as Debian 13's static qemu-user is: its -h lists no -plugin.
-    std::fs::create_dir_all(s.0.join("bin")).unwrap();
-    let fake = s.0.join("bin").join(format!("qemu-{arch}"));
-    std::fs::write(
-        &fake,
-        format!(
-            "#!/bin/sh\ncase \"$1\" in\n  --version) echo 'qemu-{arch} version 10.0.2 (Debian 1:10.0.2+ds-2)' ;;\n  -h) echo 'usage: qemu-{arch} [options] program [arguments...]'; echo '-cpu model   select CPU' ;;\n  *) touch {} ;;\nesac\n",
-            ran.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    s.fake_qemu(
+        arch,
+        &format!("qemu-{arch} version 10.0.2 (Debian 1:10.0.2+ds-2)"),
+        &format!("echo 'usage: qemu-{arch} [options] program [arguments...]'; echo '-cpu model   select CPU'"),
+        &format!("touch {}", ran.display()),
+    );
     let out = qemu_run(
         arch,
         &[
@@ -135,18 +144,16 @@ fn a_count_runs_under_the_pinned_qemu_with_the_plugin() {
     let seen = s.0.join("seen");
     let program = s.script("program", "true");
     let plugin = s.script("plugin.so", "");
-    std::fs::create_dir_all(s.0.join("bin")).unwrap();
     // A QEMU that loads plugins and writes down how it was started.
-    let fake = s.0.join("bin").join(format!("qemu-{arch}"));
-    std::fs::write(
-        &fake,
-        format!(
-            "#!/bin/sh\ncase \"$1\" in\n  --version) echo 'qemu-{arch} version 7.2.22' ;;\n  -h) echo '-plugin      [file=]<file>[,<argname>=<argvalue>]' ;;\n  *) echo \"$0 $* plugin=$QEMU_PLUGIN count=$IPC_MATRIX_COUNT_FILE\" > {} ;;\nesac\n",
+    let fake = s.fake_qemu(
+        arch,
+        &format!("qemu-{arch} version 7.2.22"),
+        "echo '-plugin      [file=]<file>[,<argname>=<argvalue>]'",
+        &format!(
+            "echo \"$0 $* plugin=$QEMU_PLUGIN count=$IPC_MATRIX_COUNT_FILE\" > {}",
             seen.display()
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let out = qemu_run(
         arch,
         &[
