@@ -30,5 +30,8 @@ say "count pass: the cells of $triple, as $counted under the pinned QEMU (leg $c
 # pass already did. The workspace is selected, as nextest's own builds select it, so
 # that a later run with other arguments finds the same units built.
 [ $# -gt 0 ] || set -- -E 'not test(/^fault::/)'
+# nextest's profile of this architecture's count passes (.config/nextest.toml): its
+# JUnit file and run store are its own (target/nextest/count-<arch>/).
 IPC_MATRIX_EMULATE_NATIVE=1 IPC_MATRIX_COUNT=on \
-  cargo nextest run --locked --workspace --test matrix --profile ci --target "$counted" "$@"
+  cargo nextest run --locked --workspace --test matrix --profile "count-${counted%%-*}" \
+  --target "$counted" "$@"

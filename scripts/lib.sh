@@ -143,8 +143,12 @@ zig_env() {
   for t in "$@"; do targets+=(--target "$t"); done
   ensure_zig
   venv="$(zig_venv)"
-  printf '#!/bin/sh\nexec env -0\n' >"$venv/print-env"
-  chmod +x "$venv/print-env"
+  # Made once, and whole before it is seen: two count passes may ask at once.
+  if [ ! -x "$venv/print-env" ]; then
+    printf '#!/bin/sh\nexec env -0\n' >"$venv/print-env.$$"
+    chmod +x "$venv/print-env.$$"
+    mv -f "$venv/print-env.$$" "$venv/print-env"
+  fi
   while IFS= read -r -d '' line; do
     case "$line" in
       AR_* | BINDGEN_EXTRA_CLANG_ARGS_* | CARGO_TARGET_*_LINKER=* | CARGO_ZIGBUILD_* | \
