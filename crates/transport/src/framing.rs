@@ -3,7 +3,8 @@
 //! so the common case costs no extra system call; and a receive reads a little ahead, so
 //! a small message's header and body come in one read.
 
-use crate::TransportError;
+use crate::error::TransportError;
+use crate::wait::{is_retry, remaining};
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
 
@@ -175,46 +176,6 @@ fn arm(
     Ok(())
 }
 
-/// Time left before `deadline`, or the timeout error naming what did not arrive.
-pub fn remaining(deadline: Instant, what: &'static str) -> Result<Duration, TransportError> {
-    let now = Instant::now();
-    if now >= deadline {
-        return Err(TransportError::Timeout { what });
-    }
-    Ok((deadline - now).max(Duration::from_millis(1)))
-}
-
-/// Polls a non-blocking `accept` until it yields a connection, the deadline passes, or
-/// process `peer` dies first. Whether the peer lives is looked at before each accept: a
-/// peer that connected, did all it had to and exited in between is still accepted.
-pub fn poll_accept<T>(
-    mut accept: impl FnMut() -> io::Result<T>,
-    peer: u32,
-    deadline: Instant,
-) -> Result<T, TransportError> {
-    loop {
-        let alive = crate::platform::ensure_alive(peer, "before it connected");
-        match accept() {
-            Ok(connection) => return Ok(connection),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                alive?;
-                remaining(deadline, "connection from the peer")?;
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err(e) => return Err(TransportError::io("accepting the peer")(e)),
-        }
-    }
-}
-
-/// A blocking call that gave up at its timeout (or would block, or was interrupted): the
-/// caller looks at its own deadline and tries again.
-pub fn is_retry(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-    )
-}
-
 fn stream_error(e: io::Error, context: &'static str) -> TransportError {
     match e.kind() {
         io::ErrorKind::ConnectionReset
@@ -222,102 +183,6 @@ fn stream_error(e: io::Error, context: &'static str) -> TransportError {
         | io::ErrorKind::UnexpectedEof
         | io::ErrorKind::ConnectionAborted => TransportError::Closed,
         _ => TransportError::Io { context, source: e },
-    }
-}
-
-#[cfg(test)]
-mod accepting {
-    use super::*;
-
-    fn deadline() -> Instant {
-        Instant::now() + Duration::from_secs(10)
-    }
-
-    /// A child that exits by itself after `seconds`, not reaped (a zombie counts as gone).
-    fn short_lived(seconds: &str) -> std::process::Child {
-        std::process::Command::new("sleep")
-            .arg(seconds)
-            .spawn()
-            .expect("starting sleep")
-    }
-
-    fn would_block<T>() -> io::Result<T> {
-        Err(io::ErrorKind::WouldBlock.into())
-    }
-
-    /// The peer connects, does all it has to and exits between a look at the listener and
-    /// the look at the peer: its connection is in the queue and is accepted.
-    #[test]
-    fn a_peer_that_connected_and_exited_is_accepted() {
-        let mut peer = short_lived("30");
-        let pid = peer.id();
-        let mut calls = 0;
-        let result = poll_accept(
-            || {
-                calls += 1;
-                if calls == 1 {
-                    peer.kill().unwrap();
-                    peer.wait().unwrap();
-                    would_block()
-                } else {
-                    Ok("connection")
-                }
-            },
-            pid,
-            deadline(),
-        );
-        assert_eq!(result.ok(), Some("connection"));
-        // Killed in the first look (and reaped there).
-        assert!(!peer.wait().unwrap().success());
-    }
-
-    #[test]
-    fn a_dead_peer_that_never_connected_is_gone_at_once() {
-        let mut peer = short_lived("0");
-        peer.wait().unwrap();
-        let start = Instant::now();
-        match poll_accept(would_block::<()>, peer.id(), deadline()) {
-            Err(TransportError::PeerGone(why)) => {
-                assert_eq!(
-                    why,
-                    format!("process {} exited before it connected", peer.id())
-                )
-            }
-            other => panic!("{other:?}"),
-        }
-        assert!(start.elapsed() < Duration::from_secs(1));
-    }
-
-    #[test]
-    fn a_live_peer_that_never_connects_times_out_and_other_errors_end_the_wait() {
-        let start = Instant::now();
-        let wait = Duration::from_millis(50);
-        let result = poll_accept(would_block::<()>, std::process::id(), start + wait);
-        assert!(
-            matches!(
-                result,
-                Err(TransportError::Timeout {
-                    what: "connection from the peer"
-                })
-            ),
-            "{result:?}"
-        );
-        assert!(start.elapsed() >= wait);
-        let result = poll_accept(
-            || Err::<(), _>(io::ErrorKind::PermissionDenied.into()),
-            std::process::id(),
-            deadline(),
-        );
-        assert!(
-            matches!(
-                result,
-                Err(TransportError::Io {
-                    context: "accepting the peer",
-                    ..
-                })
-            ),
-            "{result:?}"
-        );
     }
 }
 

@@ -31,45 +31,41 @@
 //!   /dev/shm never judges them by a lock they do not have; `<prefix>alive`, locked by the
 //!   measuring side while the channel lives, speaks for them all. They go when the
 //!   channel is dropped and, after a crash, when the next sweep removes the directory
-//!   ([`remove_run`]), or finds the prefix's lock free with the directory already gone.
+//!   ([`sweep::remove_run`]), or finds the prefix's lock free with the directory already gone.
 //! - **Process.** No signal handlers (`SignalHandlingMode::Disabled`), no configuration
 //!   file looked up (`Config::default()`, never `Config::global_config()`), and ports of
 //!   `ipc_threadsafe::Service`, whose ports are `Send` as a channel must be.
 
-use crate::cleanup::{LifeLock, PrivateDir};
-use crate::framing::remaining;
+mod files;
+pub(crate) mod sweep;
+
+use crate::address::PeerAddress;
+use crate::artifact::{LifeLock, PrivateDir, SHM_DIR};
+use crate::contract::{Acceptor, Channel};
+use crate::error::TransportError;
 use crate::platform::{current_pid, ensure_alive, process_alive};
-use crate::shm::{keep_spinning, LivenessChecks, LIVENESS_PERIOD};
-use crate::{Acceptor, Channel, PeerAddress, TransportError, WakeMode};
+use crate::wait::{keep_spinning, remaining, LivenessChecks, LIVENESS_PERIOD};
+use files::{config, iox, node, prefix_of, remove_segments, ALIVE, PREFIX_START, S};
 use iceoryx2::port::listener::Listener;
 use iceoryx2::port::notifier::Notifier;
 use iceoryx2::port::publisher::Publisher;
 use iceoryx2::port::subscriber::Subscriber;
 use iceoryx2::port::{BackpressureAction, BackpressureInfo, LoanError, SendError};
 use iceoryx2::prelude::{
-    ipc_threadsafe, AllocationStrategy, BackpressureStrategy, Config, FileName, Node, NodeBuilder,
-    PayloadHeader, PortFactory, SemanticString, ServiceName, SignalHandlingMode,
+    AllocationStrategy, BackpressureStrategy, Node, PayloadHeader, PortFactory, ServiceName,
 };
 use iceoryx2::service::port_factory::event::PortFactory as EventService;
 use iceoryx2::service::port_factory::publish_subscribe::PortFactory as PubSubService;
+use ipc_matrix_spec::WakeMode;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The service type: ports of `ipc::Service` hold an `Rc` and are not `Send`.
-type S = ipc_threadsafe::Service;
 /// One direction's publish-subscribe service.
 type Messages = PubSubService<S, [u8], ()>;
 
-/// Where POSIX shared memory segments appear as files on Linux.
-const SEGMENT_DIR: &str = "/dev/shm";
-/// The start of every /dev/shm name iceoryx2 makes for us (see [`prefix_of`]).
-pub(crate) const PREFIX_START: &str = "iox2.";
-/// The name after the prefix of the file in /dev/shm whose lock says the prefix's
-/// creator lives (see [`RunFiles`]).
-pub(crate) const ALIVE: &str = "alive";
 /// Bytes a sender may send beyond the largest message its channel was made for: a peer
 /// told to append bytes to its reply sends them, and the measuring side reports the reply
 /// too long, rather than the peer failing to loan room for it.
@@ -89,60 +85,6 @@ const WAKE_SUFFIX: &str = ".wake";
 /// counts the segments they take in a cell's memory need, with the same rule).
 fn slots_for(max_message: usize) -> usize {
     ipc_matrix_spec::limits::iceoryx2_slots(max_message)
-}
-
-/// The /dev/shm prefix of the iceoryx2 files of the run whose root is the private
-/// directory named `dir_name`: `iox2.` and 48 bits of an FNV-1a hash of the name. Short,
-/// because an event socket's path holds the root, the prefix and a 39-digit id in 107
-/// bytes; derived, so that whoever removes the directory finds its segments.
-pub(crate) fn prefix_of(dir_name: &str) -> String {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in dir_name.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{PREFIX_START}{:012x}.", hash & 0xffff_ffff_ffff)
-}
-
-/// The prefix a /dev/shm name made by [`prefix_of`]'s channels starts with, if it is one.
-pub(crate) fn prefix_in(name: &str) -> Option<&str> {
-    let hash = name.strip_prefix(PREFIX_START)?.get(..13)?;
-    let (hex, dot) = hash.split_at(12);
-    (dot == "." && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-        .then(|| &name[..PREFIX_START.len() + 13])
-}
-
-/// The iceoryx2 configuration of a channel: the defaults, with every file under `root`
-/// and every /dev/shm name starting with `prefix`. Dead nodes are cleaned up when a node is
-/// created and dropped and when a service is opened (iceoryx2's defaults, kept).
-fn config(root: &Path, prefix: &str) -> Result<Config, TransportError> {
-    let mut config = Config::default();
-    let mut root_text = root.to_string_lossy().into_owned();
-    if !root_text.ends_with('/') {
-        root_text.push('/');
-    }
-    let path = iceoryx2::prelude::Path::new(root_text.as_bytes())
-        .map_err(iox("naming the iceoryx2 root directory"))?;
-    config.global.set_root_path(&path);
-    config.global.prefix =
-        FileName::new(prefix.as_bytes()).map_err(iox("naming the iceoryx2 prefix"))?;
-    Ok(config)
-}
-
-/// An iceoryx2 error, which says only its variant, as an I/O error with its context.
-fn iox<E: std::fmt::Debug>(context: &'static str) -> impl FnOnce(E) -> TransportError {
-    move |e| TransportError::Io {
-        context,
-        source: std::io::Error::other(format!("{e:?}")),
-    }
-}
-
-fn node(config: &Config) -> Result<Node<S>, TransportError> {
-    NodeBuilder::new()
-        .config(config)
-        .signal_handling_mode(SignalHandlingMode::Disabled)
-        .create::<S>()
-        .map_err(iox("creating the iceoryx2 node"))
 }
 
 fn service_name(name: &str) -> Result<ServiceName, TransportError> {
@@ -284,7 +226,7 @@ impl RunFiles {
         let prefix = prefix_of(&name);
         // Before any file of the prefix exists: a name of the prefix without it is an
         // orphan.
-        let lock = Path::new(SEGMENT_DIR).join(format!("{prefix}{ALIVE}"));
+        let lock = Path::new(SHM_DIR).join(format!("{prefix}{ALIVE}"));
         let alive = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -304,52 +246,9 @@ impl RunFiles {
 
 impl Drop for RunFiles {
     fn drop(&mut self) {
-        remove_segments(Path::new(SEGMENT_DIR), &self.prefix);
+        remove_segments(Path::new(SHM_DIR), &self.prefix);
         // The lock goes next, then the PrivateDir, with everything iceoryx2 made under it.
     }
-}
-
-/// The files of `segments` whose names start with `prefix`.
-fn segments_of(segments: &Path, prefix: &str) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(segments) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
-        .map(|e| e.path())
-        .collect()
-}
-
-/// Removes every file of `segments` whose name starts with `prefix`.
-fn remove_segments(segments: &Path, prefix: &str) {
-    for path in segments_of(segments, prefix) {
-        let _ = std::fs::remove_file(&path);
-    }
-}
-
-/// Removes what a crashed run left of an iceoryx2 channel whose root was `dir` (its
-/// creator gone, its lock free): first iceoryx2's own cleanup, run as any process of that
-/// root and prefix would: creating a node cleans up after the dead nodes it finds
-/// (`cleanup_dead_nodes_on_creation`: their ports leave their services, their segments and
-/// connections go), and `try_cleanup_dead_nodes` asks again; then every /dev/shm name of
-/// the prefix that is left (the node counter, which iceoryx2 never removes). The caller
-/// removes the directory. Returns the /dev/shm paths that were there and are gone.
-pub(crate) fn remove_run(dir: &Path, segments: &Path) -> Vec<PathBuf> {
-    let Some(name) = dir.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-        return Vec::new();
-    };
-    let prefix = prefix_of(&name);
-    let found = segments_of(segments, &prefix);
-    if dir.join("nodes").is_dir() {
-        if let Ok(config) = config(dir, &prefix) {
-            if let Ok(node) = node(&config) {
-                let _ = node.try_cleanup_dead_nodes();
-            }
-        }
-    }
-    remove_segments(segments, &prefix);
-    found.into_iter().filter(|path| !path.exists()).collect()
 }
 
 /// Fails when the event socket of a channel under `root` with `prefix` would have a name
@@ -789,36 +688,6 @@ mod tests {
         );
         assert_eq!(slots_for(16 << 20), 4);
         assert_eq!(slots_for(100_000_000), 1);
-    }
-
-    #[test]
-    fn a_prefix_is_short_and_belongs_to_its_directory() {
-        let a = prefix_of("ipc-matrix.123.0.0000abcd");
-        let b = prefix_of("ipc-matrix.123.1.0000abcd");
-        assert_ne!(a, b);
-        assert_eq!(a, prefix_of("ipc-matrix.123.0.0000abcd"));
-        assert!(a.starts_with(PREFIX_START) && a.ends_with('.'), "{a}");
-        assert_eq!(a.len(), PREFIX_START.len() + 13);
-        assert!(!a.starts_with(crate::ARTIFACT_PREFIX));
-    }
-
-    #[test]
-    fn a_name_of_a_prefix_says_its_prefix() {
-        let prefix = prefix_of("ipc-matrix.1.2.3");
-        let name = format!("{prefix}0354a209029e7d09_1584.data");
-        assert_eq!(prefix_in(&name), Some(prefix.as_str()));
-        assert_eq!(
-            prefix_in(&format!("{prefix}{ALIVE}")),
-            Some(prefix.as_str())
-        );
-        for other in [
-            "iox2_node.global_mgmt",
-            "iox2.12345.x",
-            "iox2.0123456789ag.a",
-            "ipc-matrix.1.2",
-        ] {
-            assert_eq!(prefix_in(other), None, "{other}");
-        }
     }
 
     #[test]

@@ -2,9 +2,12 @@
 //! lives in a fresh directory of mode 0700, which is removed as soon as the peer is
 //! connected: from then on nothing of ours is on the file system.
 
-use crate::cleanup::{PrivateDir, ARTIFACT_PREFIX};
-use crate::framing::{poll_accept, remaining, Framed, TimedStream};
-use crate::{Acceptor, Channel, PeerAddress, TransportError};
+use crate::address::PeerAddress;
+use crate::artifact::{PrivateDir, ARTIFACT_PREFIX};
+use crate::contract::{Acceptor, Channel};
+use crate::error::TransportError;
+use crate::framing::{Framed, TimedStream};
+use crate::wait::{poll_accept, remaining};
 use interprocess::local_socket::{
     prelude::*, GenericFilePath, ListenerNonblockingMode, ListenerOptions, Stream,
 };

@@ -10,9 +10,11 @@
 //! poll(2), bounded by the deadline, so a stalled reader makes a send time out instead of
 //! blocking in write(2).
 
+use crate::address::PeerAddress;
+use crate::contract::{Acceptor, Channel};
+use crate::error::TransportError;
 use crate::framing::{Framed, TimedStream};
 use crate::platform::ensure_alive;
-use crate::{Acceptor, Channel, PeerAddress, TransportError};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};

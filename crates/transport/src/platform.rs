@@ -114,11 +114,11 @@ fn state_letter(stat: &str) -> Option<char> {
 }
 
 /// Fails with `PeerGone` when process `pid` no longer runs; `when` ends the sentence.
-pub fn ensure_alive(pid: u32, when: &str) -> Result<(), crate::TransportError> {
+pub fn ensure_alive(pid: u32, when: &str) -> Result<(), crate::error::TransportError> {
     if process_alive(pid) {
         Ok(())
     } else {
-        Err(crate::TransportError::PeerGone(format!(
+        Err(crate::error::TransportError::PeerGone(format!(
             "process {pid} exited {when}"
         )))
     }

@@ -17,14 +17,17 @@
 //! through `&[u8]`. The segment is unlinked as soon as the peer has mapped it, so nothing
 //! remains in /dev/shm even if both processes are killed later.
 
-use crate::cleanup::{unique_name, LifeLock};
+pub(crate) mod sweep;
+
+use crate::artifact::{unique_name, LifeLock, SHM_DIR};
 use std::path::Path;
 
-/// Where POSIX shared memory segments appear as files on Linux.
-const SEGMENT_DIR: &str = "/dev/shm";
-use crate::framing::remaining;
+use crate::address::PeerAddress;
+use crate::contract::{Acceptor, Channel};
+use crate::error::TransportError;
 use crate::platform::{current_pid, ensure_alive, futex_wait, futex_wake};
-use crate::{Acceptor, Channel, PeerAddress, TransportError, WakeMode};
+use crate::wait::{keep_spinning, remaining, LivenessChecks, LIVENESS_PERIOD};
+use ipc_matrix_spec::WakeMode;
 use shared_memory::{Shmem, ShmemConf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -37,10 +40,6 @@ const MIN_SLOT: usize = 4096;
 const SLOT_HEADER: usize = 16;
 const RINGS_AT: usize = 128;
 const SLOTS_AT: usize = 4096;
-/// How often a waiter checks that the other process still lives.
-pub(crate) const LIVENESS_PERIOD: Duration = Duration::from_millis(20);
-/// Spins between two looks at the clock in busy-poll mode.
-const SPINS_PER_CHECK: u32 = 1024;
 
 #[repr(C)]
 struct Header {
@@ -208,7 +207,7 @@ pub struct ShmAcceptor {
     /// the peer could overwrite.
     layout: Layout,
     /// Says the segment's creator is alive until the segment is unlinked, so no sweep of
-    /// another run removes it ([`crate::cleanup`]).
+    /// another run removes it ([`crate::sweep`]).
     _alive: LifeLock,
 }
 
@@ -227,7 +226,7 @@ impl ShmAcceptor {
                 source: std::io::Error::other(e.to_string()),
             })?;
         holds(&os_id, shm.len(), layout.len)?;
-        let alive = LifeLock::hold(&Path::new(SEGMENT_DIR).join(os_id.trim_start_matches('/')))
+        let alive = LifeLock::hold(&Path::new(SHM_DIR).join(os_id.trim_start_matches('/')))
             .map_err(TransportError::io("locking the new segment"))?;
         // SAFETY: the mapping is at least layout.len >= SLOTS_AT bytes and page-aligned, so
         // it holds an aligned header; nobody else has it yet, and the magic number is
@@ -378,31 +377,6 @@ fn checked_layout(slot_size: u32, slots: u32, real_len: usize) -> Result<Layout,
         ));
     }
     Ok(layout)
-}
-
-/// Whether a spinning waiter spins on without looking at the clock (its deadline, the
-/// other side's liveness) after `spins` spins: it looks every SPINS_PER_CHECK. Looking
-/// more often only costs time.
-pub(crate) fn keep_spinning(spins: u32) -> bool {
-    !spins.is_multiple_of(SPINS_PER_CHECK)
-}
-
-/// When a waiter looks whether the other process still lives: LIVENESS_PERIOD after it
-/// began to wait, then every LIVENESS_PERIOD. Looking more often only costs time.
-#[derive(Default)]
-pub(crate) struct LivenessChecks {
-    next: Option<Instant>,
-}
-
-impl LivenessChecks {
-    pub(crate) fn due(&mut self, now: Instant) -> bool {
-        let at = *self.next.get_or_insert(now + LIVENESS_PERIOD);
-        if now < at {
-            return false;
-        }
-        self.next = Some(now + LIVENESS_PERIOD);
-        true
-    }
 }
 
 pub struct ShmChannel {

@@ -1,8 +1,11 @@
 //! TCP over 127.0.0.1 (or a link to a second host) on an ephemeral port, Nagle off
 //! (TCP_NODELAY) on both ends.
 
-use crate::framing::{poll_accept, remaining, Framed, TimedStream};
-use crate::{Acceptor, Channel, PeerAddress, TransportError};
+use crate::address::PeerAddress;
+use crate::contract::{Acceptor, Channel};
+use crate::error::TransportError;
+use crate::framing::{Framed, TimedStream};
+use crate::wait::{poll_accept, remaining};
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};

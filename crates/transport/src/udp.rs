@@ -1,8 +1,10 @@
 //! UDP over 127.0.0.1 (or a link to a second host): one message per datagram. Datagrams may be lost, so the channel is
 //! lossy: a receive that times out means "lost", and the caller decides what that costs.
 
-use crate::framing::remaining;
-use crate::{Acceptor, Channel, PeerAddress, TransportError};
+use crate::address::PeerAddress;
+use crate::contract::{Acceptor, Channel};
+use crate::error::TransportError;
+use crate::wait::remaining;
 use ipc_matrix_spec::UDP_MAX_PAYLOAD;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};

@@ -1,5 +1,6 @@
-//! Names of everything a run leaves in shared places, and removal of what crashed runs
-//! left behind.
+//! What a run makes in shared places (segments in /dev/shm, private directories, unnamed
+//! files), its names, and the life locks that tell a live creator's from an abandoned one
+//! (the sweeps that remove the abandoned ones: [`crate::sweep`]).
 //!
 //! Liveness is an advisory lock, not a process id: the creator of a segment or a private
 //! directory holds a lock on it ([`LifeLock`]) for as long as it exists, and the kernel
@@ -16,14 +17,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 /// The file inside a private directory whose lock says its creator is alive.
-const LIFE_LOCK_FILE: &str = ".alive";
+pub(crate) const LIFE_LOCK_FILE: &str = ".alive";
 /// A free lock on an artefact younger than this may be one whose creator has not locked
 /// it yet (it creates, then locks): such an artefact is left to a later sweep.
-const CREATION_GRACE: Duration = Duration::from_secs(1);
+pub(crate) const CREATION_GRACE: Duration = Duration::from_secs(1);
 /// Artefacts without a life lock (made by an older ipc-matrix, or caught in the instant
 /// between creation and locking) are left alone unless their creator's id is gone and they
 /// are at least this old.
 const UNLOCKED_GRACE: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Where POSIX shared memory segments appear as files on Linux.
+pub(crate) const SHM_DIR: &str = "/dev/shm";
 
 /// Prefix of every shared-memory segment and temporary directory we create.
 pub const ARTIFACT_PREFIX: &str = "ipc-matrix.";
@@ -58,7 +62,7 @@ impl LifeLock {
 }
 
 /// What a sweep may do with an artefact, judged by its life lock.
-enum Liveness {
+pub(crate) enum Liveness {
     /// Its creator holds the lock.
     Alive,
     /// The lock is free: its creator is gone.
@@ -67,7 +71,7 @@ enum Liveness {
     Unknown,
 }
 
-fn liveness(lock_path: &Path) -> Liveness {
+pub(crate) fn liveness(lock_path: &Path) -> Liveness {
     let Ok(file) = File::open(lock_path) else {
         return Liveness::Unknown;
     };
@@ -80,7 +84,7 @@ fn liveness(lock_path: &Path) -> Liveness {
 
 /// A new directory of mode 0700 under the system temporary directory, locked by its
 /// creator ([`LifeLock`]) and removed with everything in it when dropped (a crash leaves
-/// it to [`remove_stale_artifacts`], which sees the lock released).
+/// it to [`crate::remove_stale_artifacts`], which sees the lock released).
 pub struct PrivateDir {
     path: PathBuf,
     _alive: LifeLock,
@@ -162,109 +166,7 @@ pub fn unnamed_file() -> io::Result<File> {
     }
 }
 
-/// What [`remove_stale_artifacts`] removed, for the user to see.
-#[derive(Debug, Default)]
-pub struct Removed {
-    pub paths: Vec<PathBuf>,
-}
-
-/// Removes segments in /dev/shm and directories in the temporary directory whose creators
-/// are gone: their life lock is free. Those of live processes, in this PID namespace or
-/// any other, are left alone. A directory that was the root of an iceoryx2 channel takes
-/// its segments with it (`iox2.<hash of its name>.*` in /dev/shm, which carry no lock of
-/// their own and are never judged alone): see `iceoryx2::remove_run`.
-pub fn remove_stale_artifacts() -> Removed {
-    remove_stale_artifacts_in(Path::new("/dev/shm"), &std::env::temp_dir())
-}
-
-/// [`remove_stale_artifacts`] over the given folders (tests sweep folders of their own).
-pub fn remove_stale_artifacts_in(segments: &Path, temp: &Path) -> Removed {
-    let mut removed = Removed::default();
-    for (dir, is_segment) in [(segments, true), (temp, false)] {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(pid) = creator_pid(&name) else {
-                continue;
-            };
-            if !owned_by_us(&path) {
-                continue;
-            }
-            let lock = if is_segment {
-                path.clone()
-            } else {
-                path.join(LIFE_LOCK_FILE)
-            };
-            let abandoned = match liveness(&lock) {
-                Liveness::Alive => false,
-                Liveness::Abandoned => older_than(&path, CREATION_GRACE),
-                Liveness::Unknown => !process_alive(pid) && older_than(&path, UNLOCKED_GRACE),
-            };
-            if !abandoned {
-                continue;
-            }
-            let gone = if is_segment {
-                std::fs::remove_file(&path).is_ok()
-            } else {
-                // A private directory may be the root of an iceoryx2 channel, whose
-                // segments are in /dev/shm under a prefix of its own: they go first.
-                removed
-                    .paths
-                    .extend(crate::iceoryx2::remove_run(&path, segments));
-                std::fs::remove_dir_all(&path).is_ok()
-            };
-            if gone {
-                removed.paths.push(path);
-            }
-        }
-    }
-    remove_stale_iceoryx2(segments, &mut removed);
-    removed
-}
-
-/// Removes the /dev/shm names of iceoryx2 channels whose creator is gone although their
-/// root directory is not there for the sweep above to find (a sweep of an older
-/// ipc-matrix removed it): the names of a prefix go when its `<prefix>alive` lock is
-/// free, or when there is no such file (it is made before any other name of the prefix
-/// and removed with them), once the names are over a second old.
-fn remove_stale_iceoryx2(segments: &Path, removed: &mut Removed) {
-    let Ok(entries) = std::fs::read_dir(segments) else {
-        return;
-    };
-    let mut by_prefix: std::collections::BTreeMap<String, Vec<PathBuf>> = Default::default();
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some(prefix) = crate::iceoryx2::prefix_in(&name) {
-            if owned_by_us(&entry.path()) {
-                by_prefix
-                    .entry(prefix.to_string())
-                    .or_default()
-                    .push(entry.path());
-            }
-        }
-    }
-    for (prefix, paths) in by_prefix {
-        let lock = segments.join(format!("{prefix}{}", crate::iceoryx2::ALIVE));
-        let abandoned = match liveness(&lock) {
-            Liveness::Alive => false,
-            Liveness::Abandoned | Liveness::Unknown => {
-                paths.iter().all(|p| older_than(p, CREATION_GRACE))
-            }
-        };
-        if abandoned {
-            for path in paths {
-                if std::fs::remove_file(&path).is_ok() {
-                    removed.paths.push(path);
-                }
-            }
-        }
-    }
-}
-
-fn older_than(path: &Path, age: Duration) -> bool {
+pub(crate) fn older_than(path: &Path, age: Duration) -> bool {
     std::fs::symlink_metadata(path)
         .and_then(|m| m.modified())
         .is_ok_and(|modified| {
@@ -274,7 +176,7 @@ fn older_than(path: &Path, age: Duration) -> bool {
         })
 }
 
-fn creator_pid(name: &str) -> Option<u32> {
+pub(crate) fn creator_pid(name: &str) -> Option<u32> {
     name.strip_prefix(ARTIFACT_PREFIX)?
         .split('.')
         .next()?
@@ -282,9 +184,41 @@ fn creator_pid(name: &str) -> Option<u32> {
         .ok()
 }
 
-fn owned_by_us(path: &Path) -> bool {
+pub(crate) fn owned_by_us(path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     // SAFETY: getuid has no preconditions.
     let uid = unsafe { libc::getuid() };
     std::fs::symlink_metadata(path).is_ok_and(|m| m.uid() == uid)
+}
+
+/// The life lock of the private directory `dir` (see [`PrivateDir`]).
+pub(crate) fn life_lock_of(dir: &Path) -> PathBuf {
+    dir.join(LIFE_LOCK_FILE)
+}
+
+/// Whether a sweep may remove `path`, made by process `pid`, whose life lock is the file
+/// `lock`: its lock is free and it is past its creation's grace, or it has no lock, its
+/// creator's id is gone and it is a day old.
+pub(crate) fn abandoned(path: &Path, lock: &Path, pid: u32) -> bool {
+    match liveness(lock) {
+        Liveness::Alive => false,
+        Liveness::Abandoned => older_than(path, CREATION_GRACE),
+        Liveness::Unknown => !process_alive(pid) && older_than(path, UNLOCKED_GRACE),
+    }
+}
+
+/// The artefacts of ours in `dir` (named by [`unique_name`], owned by this user), with
+/// their creators' ids.
+pub(crate) fn ours_in(dir: &Path) -> Vec<(PathBuf, u32)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid = creator_pid(&entry.file_name().to_string_lossy())?;
+            let path = entry.path();
+            owned_by_us(&path).then_some((path, pid))
+        })
+        .collect()
 }

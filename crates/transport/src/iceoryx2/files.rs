@@ -1,0 +1,123 @@
+//! Where an iceoryx2 channel's files live: under its root directory, and in /dev/shm
+//! under a prefix derived from that directory's name; and the iceoryx2 configuration and
+//! node that put them there.
+
+use crate::error::TransportError;
+use iceoryx2::prelude::{Config, FileName, Node, NodeBuilder, SemanticString, SignalHandlingMode};
+use std::path::{Path, PathBuf};
+
+/// The service type: ports of `ipc::Service` hold an `Rc` and are not `Send`.
+pub(super) type S = iceoryx2::prelude::ipc_threadsafe::Service;
+
+/// The start of every /dev/shm name iceoryx2 makes for us (see [`prefix_of`]).
+pub(crate) const PREFIX_START: &str = "iox2.";
+/// The name after the prefix of the file in /dev/shm whose lock says the prefix's
+/// creator lives (see [`RunFiles`]).
+pub(crate) const ALIVE: &str = "alive";
+/// The /dev/shm prefix of the iceoryx2 files of the run whose root is the private
+/// directory named `dir_name`: `iox2.` and 48 bits of an FNV-1a hash of the name. Short,
+/// because an event socket's path holds the root, the prefix and a 39-digit id in 107
+/// bytes; derived, so that whoever removes the directory finds its segments.
+pub(crate) fn prefix_of(dir_name: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in dir_name.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{PREFIX_START}{:012x}.", hash & 0xffff_ffff_ffff)
+}
+
+/// The prefix a /dev/shm name made by [`prefix_of`]'s channels starts with, if it is one.
+pub(crate) fn prefix_in(name: &str) -> Option<&str> {
+    let hash = name.strip_prefix(PREFIX_START)?.get(..13)?;
+    let (hex, dot) = hash.split_at(12);
+    (dot == "." && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| &name[..PREFIX_START.len() + 13])
+}
+
+/// The iceoryx2 configuration of a channel: the defaults, with every file under `root`
+/// and every /dev/shm name starting with `prefix`. Dead nodes are cleaned up when a node is
+/// created and dropped and when a service is opened (iceoryx2's defaults, kept).
+pub(super) fn config(root: &Path, prefix: &str) -> Result<Config, TransportError> {
+    let mut config = Config::default();
+    let mut root_text = root.to_string_lossy().into_owned();
+    if !root_text.ends_with('/') {
+        root_text.push('/');
+    }
+    let path = iceoryx2::prelude::Path::new(root_text.as_bytes())
+        .map_err(iox("naming the iceoryx2 root directory"))?;
+    config.global.set_root_path(&path);
+    config.global.prefix =
+        FileName::new(prefix.as_bytes()).map_err(iox("naming the iceoryx2 prefix"))?;
+    Ok(config)
+}
+
+/// An iceoryx2 error, which says only its variant, as an I/O error with its context.
+pub(super) fn iox<E: std::fmt::Debug>(context: &'static str) -> impl FnOnce(E) -> TransportError {
+    move |e| TransportError::Io {
+        context,
+        source: std::io::Error::other(format!("{e:?}")),
+    }
+}
+
+pub(super) fn node(config: &Config) -> Result<Node<S>, TransportError> {
+    NodeBuilder::new()
+        .config(config)
+        .signal_handling_mode(SignalHandlingMode::Disabled)
+        .create::<S>()
+        .map_err(iox("creating the iceoryx2 node"))
+}
+
+/// The files of `segments` whose names start with `prefix`.
+pub(super) fn segments_of(segments: &Path, prefix: &str) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(segments) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Removes every file of `segments` whose name starts with `prefix`.
+pub(super) fn remove_segments(segments: &Path, prefix: &str) {
+    for path in segments_of(segments, prefix) {
+        let _ = std::fs::remove_file(&path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prefix_is_short_and_belongs_to_its_directory() {
+        let a = prefix_of("ipc-matrix.123.0.0000abcd");
+        let b = prefix_of("ipc-matrix.123.1.0000abcd");
+        assert_ne!(a, b);
+        assert_eq!(a, prefix_of("ipc-matrix.123.0.0000abcd"));
+        assert!(a.starts_with(PREFIX_START) && a.ends_with('.'), "{a}");
+        assert_eq!(a.len(), PREFIX_START.len() + 13);
+        assert!(!a.starts_with(crate::ARTIFACT_PREFIX));
+    }
+
+    #[test]
+    fn a_name_of_a_prefix_says_its_prefix() {
+        let prefix = prefix_of("ipc-matrix.1.2.3");
+        let name = format!("{prefix}0354a209029e7d09_1584.data");
+        assert_eq!(prefix_in(&name), Some(prefix.as_str()));
+        assert_eq!(
+            prefix_in(&format!("{prefix}{ALIVE}")),
+            Some(prefix.as_str())
+        );
+        for other in [
+            "iox2_node.global_mgmt",
+            "iox2.12345.x",
+            "iox2.0123456789ag.a",
+            "ipc-matrix.1.2",
+        ] {
+            assert_eq!(prefix_in(other), None, "{other}");
+        }
+    }
+}
