@@ -10,7 +10,7 @@
 //!
 //! [`MAX_RUNS`]: crate::MAX_RUNS
 
-use crate::Baseline;
+use crate::file::Baseline;
 use ipc_matrix_results::CellResult;
 
 /// Replace the baseline with the run, or add the run to it.

@@ -5,8 +5,8 @@
 //! Timings are compared statistically (see [`crate::verdict`]), never as exact text: a
 //! snapshot tool that compares strings would flag every run.
 
+use crate::machine::same_machine_state;
 use crate::stats::{batch_medians, batch_size, median, relative_spread};
-use crate::verdict::MACHINE_CHANGE_LIMIT;
 use ipc_matrix_results::InstructionCounts;
 use ipc_matrix_results::{CellResult, Environment, Placement};
 use serde::{Deserialize, Serialize};
@@ -72,7 +72,7 @@ pub struct BaselineRun {
 
 impl BaselineCell {
     /// The accepted runs taken while the machine was in its usual state: those whose
-    /// probe is within [`MACHINE_CHANGE_LIMIT`] of the median probe (runs without a probe
+    /// probe is within [`crate::MACHINE_CHANGE_LIMIT`] of the median probe (runs without a probe
     /// count as usual). A run taken while the host had moved the CPUs says nothing about
     /// this cell's own noise, and would only blur its centre.
     pub fn typical_runs(&self) -> Vec<&BaselineRun> {
@@ -80,10 +80,7 @@ impl BaselineCell {
         self.runs
             .iter()
             .filter(|r| match (r.core_to_core_ns, usual) {
-                (Some(probe), Some(usual)) => {
-                    let ratio = probe.max(1) as f64 / usual.max(1) as f64;
-                    (1.0 / MACHINE_CHANGE_LIMIT..=MACHINE_CHANGE_LIMIT).contains(&ratio)
-                }
+                (Some(probe), Some(usual)) => same_machine_state(probe, usual),
                 _ => true,
             })
             .collect()

@@ -18,6 +18,7 @@
 //! (`ipc-matrix baseline accept --append`) measures that movement instead of guessing it.
 
 use crate::file::{Baseline, BaselineCell};
+use crate::machine::same_machine_state;
 use crate::stats::{batch_medians, bootstrap_ratio_interval, mann_whitney_p, median, seed_of};
 use ipc_matrix_results::{CellResult, InstructionCounts};
 use ipc_matrix_spec::RegressionPolicy;
@@ -33,9 +34,6 @@ pub const NOISE_MARGIN_FACTOR: f64 = 2.0;
 /// only informs. Quiet cells here read 0-0.15; with a compile running next to them,
 /// 0.5-0.9; fan cells, which run three processes on two CPUs, 0.3-0.95 on their own.
 pub const BUSY_MACHINE_PRESSURE: f64 = 0.3;
-/// A machine probe (core-to-core round trip) this many times slower or faster than the
-/// baseline's means the machine, not the code, changed: the verdict only informs.
-pub const MACHINE_CHANGE_LIMIT: f64 = 1.5;
 /// Fewer batch medians than this on either side cannot support a verdict.
 pub const MIN_BATCHES: usize = 5;
 /// The smallest change in instructions per round trip worth a verdict: counts of one
@@ -349,9 +347,7 @@ fn judge_cell(
         if let Some(then) = base.core_to_core_ns() {
             let moved = probes.iter().find_map(|&(when, now)| {
                 let now = now?;
-                let ratio = now.max(1) as f64 / then.max(1) as f64;
-                (!(1.0 / MACHINE_CHANGE_LIMIT..=MACHINE_CHANGE_LIMIT).contains(&ratio))
-                    .then_some((when, now))
+                (!same_machine_state(now, then)).then_some((when, now))
             });
             if let Some((when, now)) = moved {
                 verdict.gating = false;
