@@ -14,6 +14,7 @@ fn main() {
             .unwrap_or_else(|e| panic!("compiling {schema}: {e}"));
         capnpc::codegen::CodeGenerationCommand::new()
             .output_directory(&out)
+            .default_parent_module(vec!["generated".into()])
             .run(&request[..])
             .unwrap_or_else(|e| panic!("generating Rust from {schema}: {e}"));
     }

@@ -1,8 +1,7 @@
 //! Cap'n Proto: standard (unpacked) stream framing, one segment sized to fit the frame.
 
-use crate::frame::{Header, Reading, SensorFrame, Status};
-use crate::sensor_frame_capnp::{sensor_frame, Status as WireStatus};
-use crate::DecodeError;
+use crate::frame::{DecodeError, Header, Reading, SensorFrame, Status};
+use crate::generated::sensor_frame_capnp::{sensor_frame, Status as WireStatus};
 use capnp::message::{Builder, HeapAllocator, ReaderOptions};
 
 pub fn encode(frame: &SensorFrame, out: &mut Vec<u8>) {

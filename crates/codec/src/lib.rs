@@ -3,44 +3,22 @@
 //! (`schema/sensor_frame.proto`, `prost`). Code is generated at build time with no system
 //! tools (see build.rs). Decoding yields the same plain [`SensorFrame`] from either, so a
 //! round trip is checked field by field and the blob byte for byte.
+//!
+//! Layers, each module using only those below it: `frame` (the plain frame) and
+//! `generated` (the schemas' code); `capnp_codec` and `prost_codec`; this file, which
+//! picks one by [`Codec`].
 
 mod capnp_codec;
 mod frame;
+mod generated;
 mod prost_codec;
 
-pub use frame::{Header, Reading, SensorFrame, Status, READINGS, STRUCTURE_BYTES};
-
-#[allow(clippy::all, clippy::pedantic, unused_parens)]
-mod sensor_frame_capnp {
-    include!(concat!(env!("OUT_DIR"), "/sensor_frame_capnp.rs"));
-}
-
-/// The RPC echo interface (`schema/echo_rpc.capnp`), for `capnp-rpc`.
-#[allow(clippy::all, clippy::pedantic, unused_parens)]
-pub mod echo_rpc_capnp {
-    include!(concat!(env!("OUT_DIR"), "/echo_rpc_capnp.rs"));
-}
-
-#[allow(clippy::all, clippy::pedantic)]
-mod proto {
-    include!(concat!(env!("OUT_DIR"), "/ipc_matrix.rs"));
-}
+pub use frame::{DecodeError, Header, Reading, SensorFrame, Status, READINGS, STRUCTURE_BYTES};
+pub use generated::echo_rpc_capnp;
 
 /// The schemas, for tools that decode with the reference implementations.
 pub const CAPNP_SCHEMA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/sensor_frame.capnp");
 pub const PROTO_SCHEMA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/schema/sensor_frame.proto");
-
-/// Bytes that are not a sensor frame in the expected format.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DecodeError(pub String);
-
-impl std::fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for DecodeError {}
 
 /// The serialization formats, as matrix.yaml names them.
 pub use ipc_matrix_spec::CodecKind as Codec;

@@ -1,8 +1,7 @@
 //! protobuf through prost: the generated message, length-delimited by the transport.
 
-use crate::frame::{Header, Reading, SensorFrame, Status};
-use crate::proto;
-use crate::DecodeError;
+use crate::frame::{DecodeError, Header, Reading, SensorFrame, Status};
+use crate::generated::proto;
 use prost::Message;
 
 pub fn encode(frame: &SensorFrame, out: &mut Vec<u8>) {

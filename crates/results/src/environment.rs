@@ -54,7 +54,7 @@ impl Environment {
     }
 
     pub fn leg(&self) -> String {
-        crate::leg_name(&self.target_triple, &self.runner)
+        leg_name(&self.target_triple, &self.runner)
     }
 }
 
@@ -67,4 +67,9 @@ fn cpu_model() -> String {
                 .then(|| value.trim().to_string())
         })
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// A leg's name: the target triple and the runner, `<triple>@<runner>`.
+pub fn leg_name(triple: &str, runner: &str) -> String {
+    format!("{triple}@{runner}")
 }

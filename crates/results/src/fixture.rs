@@ -1,8 +1,11 @@
 //! Results built from given round-trip times, for the tests of everything that reads
 //! results (verdicts, reports, the CLI). Nothing here produces a measurement.
 
-use crate::{CellResult, Environment, LatencyStats, Outcome, Placement, Throughput};
-use crate::{Failure, FailureKind, RESULT_SCHEMA_VERSION};
+use crate::environment::Environment;
+use crate::schema::{
+    CellResult, Failure, FailureKind, LatencyStats, Outcome, Placement, Throughput,
+    RESULT_SCHEMA_VERSION,
+};
 use ipc_matrix_spec::Cell;
 
 /// The cells a matrix document expands into for `profile`; panics on a bad document.

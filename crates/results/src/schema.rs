@@ -4,7 +4,7 @@
 use ipc_matrix_spec::Cell;
 use serde::{Deserialize, Serialize};
 
-use crate::Environment;
+use crate::environment::Environment;
 
 /// 4: the cell carries its kind's settings in `work` (`{"kind": "echo", "timeout": ...}`,
 /// `{"kind": "fan-out", "codec": ..., "frame_deadline": ...}`, `{"kind": "logging",

@@ -2,13 +2,9 @@
 //! to a temporary file and renamed, so a crash never leaves half a result. Keeping profiles
 //! apart means a report never mixes a quick run's cells with a full run's.
 
-use crate::{CellResult, MAX_RESULT_FILE_BYTES, RESULT_SCHEMA_VERSION};
+use crate::schema::{CellResult, MAX_RESULT_FILE_BYTES, RESULT_SCHEMA_VERSION};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-
-pub fn leg_name(triple: &str, runner: &str) -> String {
-    format!("{triple}@{runner}")
-}
 
 /// The folder of one leg's results for one profile, where its reports are written too.
 pub fn run_dir(out: &Path, leg: &str, profile: &str) -> PathBuf {
