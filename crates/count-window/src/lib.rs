@@ -384,6 +384,7 @@ mod tests {
             assert_eq!(w.label(), u64::MAX);
         }
         close(8);
+        // SAFETY: errno's location is this thread's, valid for its life.
         assert_eq!(unsafe { *libc::__errno_location() }, 1234);
     }
 

@@ -44,6 +44,7 @@ fn cpu_set(cpu: usize) -> libc::cpu_set_t {
     // SAFETY: an all-zero cpu_set_t is the empty set; CPU_SET stays within it (checked).
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     if cpu < libc::CPU_SETSIZE as usize {
+        // SAFETY: `cpu` is below CPU_SETSIZE, so CPU_SET writes inside `set`.
         unsafe { libc::CPU_SET(cpu, &mut set) };
     }
     set
@@ -136,22 +137,25 @@ impl PeerProcess {
             for &fd in &inherited {
                 // SAFETY: fcntl on integers; no allocation, no lock.
                 let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
-                if flags < 0
-                    || unsafe { libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) } < 0
-                {
+                if flags < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // SAFETY: as above.
+                if unsafe { libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) } < 0 {
                     return Err(io::Error::last_os_error());
                 }
             }
-            // SAFETY: prctl and getppid on integers.
+            // SAFETY: prctl on integers.
             if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } != 0 {
                 return Err(io::Error::last_os_error());
             }
+            // SAFETY: getppid has no preconditions.
             if unsafe { libc::getppid() } != parent {
                 return Err(io::Error::other("the measuring process exited"));
             }
             if let Some(set) = &cpus {
-                // SAFETY: a set built before fork, read only.
                 let size = std::mem::size_of::<libc::cpu_set_t>();
+                // SAFETY: a set built before fork, read only, of `size` bytes.
                 if unsafe { libc::sched_setaffinity(0, size, set) } != 0 {
                     return Err(io::Error::last_os_error());
                 }

@@ -684,12 +684,18 @@ impl ShmChannel {
         let published = match published.count == tail.wrapping_add(1) {
             true => published,
             false => {
-                Published::with_info(tail.wrapping_add(1), unsafe { slot.cast::<u32>().read() })
+                // SAFETY: `slot` starts a slot of the mapped segment (its place was
+                // checked against the layout); the slot's 16-byte header holds this
+                // aligned u32 at its start.
+                let info = unsafe { slot.cast::<u32>().read() };
+                Published::with_info(tail.wrapping_add(1), info)
             }
         };
         let chunk = published.chunk as usize;
         let announced = match (message.expected, published.more) {
             (None, false) => chunk as u64,
+            // SAFETY: as above; the header holds the message's length, an aligned u64, at
+            // byte 8.
             _ => unsafe { slot.add(8).cast::<u64>().read() },
         };
         let expected = match message.expected {

@@ -140,9 +140,11 @@ impl Peer {
                 for &fd in &inherited {
                     // SAFETY: fcntl on integers only: async-signal-safe.
                     let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
-                    if flags < 0
-                        || unsafe { libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) } < 0
-                    {
+                    if flags < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    // SAFETY: as above.
+                    if unsafe { libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) } < 0 {
                         return Err(std::io::Error::last_os_error());
                     }
                 }
