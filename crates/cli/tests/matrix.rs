@@ -372,10 +372,9 @@ fn fault_trials() -> Vec<Trial> {
     trials
 }
 
-/// The slot of a shared-memory channel sized for a message over 1 MiB: its largest
-/// (`MAX_SLOT` in crates/transport/src/shm.rs). A longer message streams through in
-/// chunks of this size.
-const SHM_SLOT: usize = 1 << 20;
+/// The slot of a shared-memory channel sized for a message over 1 MiB: its largest. A
+/// longer message streams through in chunks of this size.
+const SHM_SLOT: usize = ipc_matrix_transport::SHM_CHUNK;
 
 /// A byte flipped at the edges: the first and the last byte of the reply and one at a
 /// seeded offset, on every transport and every request/reply kind; and, where a message

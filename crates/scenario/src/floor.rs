@@ -588,8 +588,8 @@ enum Wait {
 /// next in, and the chunks stay in the caches; copying the whole message at once would
 /// go through memory twice (two copies of 100 MB took 21 ms here, where the transport's
 /// round trip of 100 MB, four copies streamed, took 17.5 ms).
-const CHUNK: usize = 1 << 20;
-const RING: u32 = 4;
+const CHUNK: usize = ipc_matrix_transport::SHM_CHUNK;
+const RING: u32 = ipc_matrix_transport::SHM_RING_SLOTS;
 
 /// A count on a cache line of its own, with the number of threads asleep on it.
 #[repr(C, align(64))]

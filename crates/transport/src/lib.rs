@@ -41,6 +41,7 @@ pub use platform::{
     allowed_cpus, die_with_parent, futex_wait, futex_wake, process_alive, set_thread_cpus,
     thread_states, FutexWake,
 };
+pub use shm::{SHM_CHUNK, SHM_RING_SLOTS};
 pub use sweep::{remove_stale_artifacts, remove_stale_artifacts_in, Removed};
 pub use wait::is_retry;
 
