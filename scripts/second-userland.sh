@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# The proof that a count depends only on what the repository pins: the host's count
-# pass, run again inside a second Linux userland (Debian 13 "trixie": another C library,
-# Python, shell and kernel-facing tools; made with debootstrap into target/userland/,
-# once), must count every cell that gates the same, measuring and peer, to the last
-# digit, as the count pass on this machine did, and both are judged against baselines/.
-#   scripts/second-userland.sh            (after scripts/count-pass.sh <host>; as root or with sudo)
-#   scripts/second-userland.sh --prepare  (only make the userland, e.g. while other work runs)
+# The proof that a count depends only on what the repository pins: an architecture's
+# count pass, run again inside a second Linux userland (Debian 13 "trixie": another C
+# library, Python, shell and kernel-facing tools; made with debootstrap into
+# target/userland/, once), must count every cell that gates (judged against baselines/ by
+# `ipc-matrix report --gating-cells`) the same, measuring and peer, as the count pass on
+# this machine did, and pass against baselines/ too. Only those cells run in there: the
+# others only inform.
+#   scripts/second-userland.sh [<triple>]  (after scripts/count-pass.sh <triple>, default
+#                                           the host's; as root or with sudo)
+#   scripts/second-userland.sh --prepare   (only make the userland, e.g. while other work runs)
 # The userland runs in a mount namespace of its own (unshare): /proc, /sys, /dev (with
 # /dev/shm), the checkout and the Rust toolchain are bound into it and vanish with it.
 # Nothing is built in there: the count pass finds this machine's counted build fresh.
-# Extra arguments go to the count pass (nextest filters).
+# Extra arguments after the triple go to the count pass (nextest filters) in place of the
+# gating cells.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(repo_root)"
 root="$(repo_root)"
@@ -24,18 +28,20 @@ if [ "$(id -u)" -ne 0 ]; then
   sudo=(sudo)
 fi
 host="$(rustc -vV | sed -n 's/^host: //p')"
-counted="$(counted_target "$host")" || die "second userland: $host has no counted build"
-leg="$counted@qemu"
-profile="$(suite_profile)"
-target_dir="${CARGO_TARGET_DIR:-$root/target}"
-here="$target_dir/ipc-matrix/$leg/$profile"
 prepare_only=0
 if [ "${1:-}" = --prepare ]; then
   prepare_only=1
   shift
-else
-  [ -d "$here/cells" ] || die "second userland: no count pass results at $here (run scripts/count-pass.sh $host first)"
 fi
+triple="${1:-$host}"
+[ $# -eq 0 ] || shift
+counted="$(counted_target "$triple")" || die "second userland: $triple has no counted build"
+leg="$counted@qemu"
+profile="$(suite_profile)"
+target_dir="${CARGO_TARGET_DIR:-$root/target}"
+here="$target_dir/ipc-matrix/$leg/$profile"
+[ "$prepare_only" = 1 ] || [ -d "$here/cells" ] ||
+  die "second userland: no count pass results at $here (run scripts/count-pass.sh $triple first)"
 
 suite=trixie
 userland="$target_dir/userland/$suite"
@@ -66,16 +72,31 @@ say "second userland: $(sed -n 's/^PRETTY_NAME=//p' "$userland/etc/os-release" |
 # counted build fresh: the zig wrappers' settings (their paths are never run: nothing
 # compiles) and the toolchain's folders.
 zig_env "$counted"
+if [ $# -eq 0 ]; then
+  ids="$(ipc_matrix report --results "$target_dir/ipc-matrix" --leg "$leg" \
+    --profile "$profile" --gating-cells)" ||
+    die "second userland: could not tell which cells of $leg gate (above)"
+  gating=()
+  [ -z "$ids" ] || mapfile -t gating <<<"$ids"
+  if [ "${#gating[@]}" -eq 0 ]; then
+    say "second userland: no cell of $leg gates (no baseline of it?): nothing to count again"
+    exit 0
+  fi
+  filter="test(=${gating[0]})"
+  for id in "${gating[@]:1}"; do filter+=" | test(=$id)"; done
+  set -- -E "$filter"
+  say "second userland: the ${#gating[@]} cells of $leg whose counts gate"
+fi
 cargo_home="${CARGO_HOME:-$HOME/.cargo}" rustup_home="${RUSTUP_HOME:-$HOME/.rustup}"
 there="$target_dir/ipc-matrix/second-userland"
-rm -rf "$there"
+rm -rf "${there:?}/$leg"
 mkdir -p "$there"
 binds=("$root" "$cargo_home" "$rustup_home" "$HOME/.cache/cargo-zigbuild")
 # cargo-nextest, wherever it was installed (cargo's bin folder, or /usr/local/bin).
 nextest="$(command -v cargo-nextest)" || die "cargo-nextest is not in PATH"
 binds+=("$nextest")
 [ "$target_dir" = "$root/target" ] || binds+=("$target_dir")
-say "count pass of $host in the second userland (results: $there)"
+say "count pass of $triple in the second userland (results: $there/$leg)"
 status=0
 pass=(HOME="$HOME" PATH="$cargo_home/bin:$(dirname "$nextest"):/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" TERM=dumb
   CARGO_HOME="$cargo_home" RUSTUP_HOME="$rustup_home" IPC_MATRIX_OUT="$there"
@@ -109,9 +130,12 @@ done < <(env -0)
       mount --rbind "$path" "$userland$path"
     done
     exec chroot "$userland" bash -c "cd \"\$0\" && exec scripts/count-pass.sh \"\$@\"" "$root" "$@"
-  ' second-userland "$userland" "$root" "${binds[@]}" -- "$host" "$@" || status=$?
+  ' second-userland "$userland" "$root" "${binds[@]}" -- "$triple" "$@" || status=$?
 # The results in there were written by root of the namespace: the report reads them here.
-# Judged against the committed baselines, and cell by cell against this machine's run.
-ipc_matrix report --results "$there" --leg "$leg" --profile "$profile" --strict-instructions \
-  --same-counts-as "$here" || first_failure $?
+# Judged against the committed baselines; then this machine's run, cell by cell, against
+# them: a cell that gates here and was not counted there fails too.
+ipc_matrix report --results "$there" --leg "$leg" --profile "$profile" --strict-instructions ||
+  first_failure $?
+ipc_matrix report --results "$target_dir/ipc-matrix" --leg "$leg" --profile "$profile" \
+  --same-counts-as "$there/$leg/$profile" || first_failure $?
 exit "$status"

@@ -74,25 +74,30 @@ cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$host.xml" || true
 for t in "$counted" "$other_counted"; do scripts/setup-target.sh "$t"; done
 ensure_count_plugin
 counted_build "$counted" "$other_counted" || first_failure $?
-# Both architectures' count passes at once: a pass keeps about one CPU busy (QEMU runs a
-# cell's two processes, mostly one at a time), and what it counts does not depend on what
-# else runs (the baselines were accepted from runs with two CPU hogs). The other
-# architecture's pass runs in the background; its output is shown when it ends.
+# Both architectures' count passes at once, each followed by its second count in a second
+# userland (Debian 13), which must count every cell that gates the same, to the last
+# instruction, and pass against baselines/ too. A pass keeps about one CPU busy (QEMU
+# runs a cell's two processes, mostly one at a time), and what it counts does not depend
+# on what else runs (the baselines were accepted from runs with two CPU hogs). The other
+# architecture's passes run in the background; their output is shown when they end.
 other_log="target/ipc-matrix/count-pass-$other_counted.log"
-scripts/count-pass.sh "$other" "$@" >"$other_log" 2>&1 &
+(
+  status=0
+  scripts/count-pass.sh "$other" "$@" || first_failure $?
+  cp "target/nextest/count-${other_counted%%-*}/junit.xml" "target/nextest/ci/junit-$other_counted.xml" || true
+  scripts/second-userland.sh "$other" || first_failure $?
+  exit "$status"
+) >"$other_log" 2>&1 &
 other_pass=$!
 # The host's instruction-count pass: its cells again, as its architecture's counted
 # build; the leg <arch>-unknown-linux-musl@qemu is judged on instructions.
 scripts/count-pass.sh "$host" || first_failure $?
 cp "target/nextest/count-${counted%%-*}/junit.xml" "target/nextest/ci/junit-$counted.xml" || true
-# The same count again in a second userland (Debian 13): every cell that gates must count
-# the same there, to the last instruction, and pass against baselines/ too.
-scripts/second-userland.sh || first_failure $?
+scripts/second-userland.sh "$host" || first_failure $?
 other_status=0
 wait "$other_pass" || other_status=$?
 cat "$other_log" >&2
-[ "$other_status" -eq 0 ] || { say "failed: the count pass of $other_counted (log: $other_log)"; first_failure "$other_status"; }
-cp "target/nextest/count-${other_counted%%-*}/junit.xml" "target/nextest/ci/junit-$other_counted.xml" || true
+[ "$other_status" -eq 0 ] || { say "failed: the count passes of $other_counted (log: $other_log)"; first_failure "$other_status"; }
 legs+=("$other_counted@qemu" "$counted@qemu")
 say "transport suite on $other_counted (the pinned QEMU)"
 (

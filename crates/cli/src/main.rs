@@ -110,6 +110,11 @@ enum Command {
         /// moved.
         #[arg(long, value_name = "DIR", conflicts_with = "compare")]
         same_counts_as: Option<PathBuf>,
+        /// Only print the ids of the leg's cells whose instruction counts gate (judged
+        /// against the baselines), one per line, and write no report: the cells a second
+        /// count of the same commit must count the same (scripts/second-userland.sh).
+        #[arg(long, conflicts_with_all = ["compare", "same_counts_as"])]
+        gating_cells: bool,
     },
     /// Draw per-cell trends from several runs' results.json (for example the artifacts of
     /// successive commits), ordered by time and labelled by commit, with the baseline's
@@ -273,10 +278,17 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Report {
             stored,
             judging,
+            gating_cells: true,
+            ..
+        } => commands::report::gating_cells(&stored, judging),
+        Command::Report {
+            stored,
+            judging,
             compare,
             out,
             fail_on_blocking_regressions,
             same_counts_as,
+            gating_cells: false,
         } => commands::report::run(
             &stored,
             judging,

@@ -162,3 +162,60 @@ fn same_counts_of_several_legs_at_once_is_refused() {
         text(&out)
     );
 }
+
+#[test]
+fn gating_cells_lists_the_cells_whose_counts_gate_and_no_other() {
+    let s = with_baseline("gating-list");
+    store(&s, "here", 10_000.0, 5_000.0);
+    let out = s.run(&[
+        "report",
+        "--results",
+        "here",
+        "--baselines",
+        "baselines",
+        "--leg",
+        LEG,
+        "--gating-cells",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // udp's accepted runs moved by 1 %: it only informs, so a second count need not run it.
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "echo::tcp::200B\n");
+    // Nothing is written: it only lists.
+    assert!(!s.path(&format!("here/{LEG}/quick/report.md")).exists());
+}
+
+#[test]
+fn gating_cells_without_baselines_is_an_error_not_an_empty_list() {
+    let s = Scratch::new("same-counts-gating-no-baselines", MATRIX);
+    store(&s, "here", 10_000.0, 5_000.0);
+    let out = s.run(&[
+        "report",
+        "--results",
+        "here",
+        "--baselines",
+        "baselines",
+        "--leg",
+        LEG,
+        "--gating-cells",
+    ]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(out.stdout.is_empty(), "{}", text(&out));
+    assert!(text(&out).contains("no baselines folder"), "{}", text(&out));
+}
+
+#[test]
+fn a_cell_that_only_informs_may_be_left_out_there() {
+    let s = with_baseline("informs-left-out");
+    store(&s, "here", 10_000.0, 5_000.0);
+    store(&s, "there", 10_000.0, 5_000.0);
+    // The second count ran the gating cells only: udp's result is not there.
+    let udp = s.path(&format!("there/{LEG}/quick/cells/echo.udp.200B.json"));
+    std::fs::remove_file(&udp).unwrap();
+    let (code, all) = compared(&s);
+    assert_eq!(code, Some(0), "{all}");
+    assert!(all.contains("not counted there"), "{all}");
+    assert!(
+        !all.contains("echo::udp::200B (not counted there)"),
+        "{all}"
+    );
+}

@@ -74,6 +74,40 @@ pub fn run(
     compared.map(|()| code)
 }
 
+/// Prints the ids of the cells of one leg whose instruction counts gate, judged against
+/// the baselines as a report judges them (the run that finished last), one per line.
+pub fn gating_cells(stored: &StoredResults, judging: Judging) -> Result<u8> {
+    let policy = stored.policy()?;
+    let legs = stored.legs()?;
+    let [leg] = legs.as_slice() else {
+        anyhow::bail!(
+            "--gating-cells lists one leg's cells; give --leg (the results hold {})",
+            legs.join(", ")
+        );
+    };
+    let baselines = baselines_dir(judging.baselines, &stored.matrix);
+    if !baselines.is_dir() {
+        anyhow::bail!(
+            "--gating-cells: no baselines folder at {}: without a baseline no count gates",
+            baselines.display()
+        );
+    }
+    let report = leg_report(
+        &stored.results_dir(),
+        &baselines,
+        leg,
+        &stored.profile,
+        policy,
+        None,
+    )?;
+    for cell in &report.verdict.cells {
+        if cell.instructions.as_ref().is_some_and(|i| i.gating) {
+            println!("{}", cell.cell_id);
+        }
+    }
+    Ok(exit_code::OK)
+}
+
 /// Judges and writes the reports of `legs`, each of one run: `run` (the run just made),
 /// else the run that finished last. Exit 3 when a gating regression meets a strict run,
 /// else 0 (regressions then only warn).
