@@ -160,6 +160,20 @@ zig_env() {
   export IPC_MATRIX_ZIG
 }
 
+# mdbook, which builds the book (docs/), pinned and built once into target/tools/, without
+# its search and server features (the test command builds the book to check it). Prints
+# the binary's path.
+MDBOOK_VERSION=0.5.4
+ensure_mdbook() {
+  local root
+  root="${CARGO_TARGET_DIR:-$(repo_root)/target}/tools/mdbook-$MDBOOK_VERSION"
+  if [ ! -x "$root/bin/mdbook" ]; then
+    say "installing mdbook $MDBOOK_VERSION into $root (cargo install --locked, once)"
+    cargo install --locked --quiet "mdbook@$MDBOOK_VERSION" --no-default-features --root "$root" >&2
+  fi
+  printf '%s\n' "$root/bin/mdbook"
+}
+
 # The profile the suite ran (the harness reads the same variable).
 suite_profile() { printf '%s' "${IPC_MATRIX_PROFILE:-quick}"; }
 

@@ -34,9 +34,11 @@ counted="$(counted_target "$host")" other_counted="$(counted_target "$other")"
 legs=("$host@native")
 mkdir -p target/ipc-matrix
 # Built while the linters run and the host suite compiles (nothing is timed then), and
-# waited for before anything is: the pinned QEMU that counts, and the second userland.
+# waited for before anything is: the pinned QEMU that counts, the second userland, and
+# mdbook.
 # One after the other: both may install packages, and apt takes one at a time.
-(scripts/pinned-qemu.sh && scripts/second-userland.sh --prepare) >target/ipc-matrix/prepare.log 2>&1 &
+(scripts/pinned-qemu.sh && scripts/second-userland.sh --prepare && ensure_mdbook >/dev/null) \
+  >target/ipc-matrix/prepare.log 2>&1 &
 prepared=$!
 # Says what failed of a background step, with its log's end.
 waited() {
@@ -61,8 +63,12 @@ scripts/lint-workflows.sh
 scripts/build-peers.sh "$host" >/dev/null
 say "host suite: cargo nextest run --profile ci ($host)"
 cargo nextest run --no-run --locked --workspace --profile ci "$@" || first_failure $?
-waited "$prepared" "the pinned QEMU or the second userland" target/ipc-matrix/prepare.log ||
+waited "$prepared" "the pinned QEMU, the second userland or mdbook" target/ipc-matrix/prepare.log ||
   first_failure $?
+# The book: every page SUMMARY.md names must exist (create-missing = false); its links
+# are checked by the host suite (crates/cli/tests/book.rs).
+say "the book: mdbook build docs"
+"$(ensure_mdbook)" build docs 2>&1 | tail -n 3 >&2 || first_failure $?
 cargo nextest run --locked --workspace --profile ci "$@" || first_failure $?
 cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$host.xml" || true
 

@@ -204,15 +204,12 @@ fn a_missing_or_dying_peer_command_fails_its_cell_with_a_clear_reason() {
     }
 }
 
-/// README's worked example ("Putting your own IPC stack into the matrix"), exactly as
-/// printed there, saved where it says and named by a relative command: its cells pass.
+/// The book's worked example (docs/src/peers/worked-example.md), exactly as printed
+/// there, saved where it says and named by a relative command: its cells pass.
 #[test]
 fn the_readme_worked_example_passes_its_cells_as_printed() {
-    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
-    let section = readme
-        .split("### A worked example")
-        .nth(1)
-        .expect("README has the worked example");
+    let section =
+        std::fs::read_to_string(workspace().join("docs/src/peers/worked-example.md")).unwrap();
     let code = section
         .split("```python\n")
         .nth(1)
@@ -271,11 +268,11 @@ fn a_peers_leftovers_its_words_after_goodbye_and_its_last_error_line_are_handled
         "leaves-child.sh",
         format!("#!/bin/sh\nsleep 31337 &\nexec {} \"$@\"\n", python_peer()),
     );
-    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
-    let example = readme
-        .split("### A worked example")
+    let page =
+        std::fs::read_to_string(workspace().join("docs/src/peers/worked-example.md")).unwrap();
+    let example = page
+        .split("```python\n")
         .nth(1)
-        .and_then(|s| s.split("```python\n").nth(1))
         .and_then(|s| s.split("```").next())
         .unwrap();
     let goodbye = "        sys.exit(0)                           # goodbye\n";
