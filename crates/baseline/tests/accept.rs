@@ -200,7 +200,7 @@ fn replacing_drops_the_cells_not_run_and_appending_keeps_them() {
 
 #[test]
 fn appending_keeps_the_last_five_runs_of_a_cell() {
-    // The number the README and `baseline accept --help` promise.
+    // The number the book (guide/baselines.md) and `baseline accept --help` promise.
     assert_eq!(MAX_RUNS, 5);
     let mut baseline = old_baseline(40_000);
     for at in 2..=8 {

@@ -54,8 +54,8 @@ const STYLES: Styles = Styles::styled()
 /// What `list`, `run` and `probe` print on stdout.
 #[derive(clap::Args)]
 struct Output {
-    /// human: text; json: JSON Lines, one object per line (README: "Machine-readable
-    /// output"), and human text on stderr.
+    /// human: text; json: JSON Lines, one object per line (the book:
+    /// docs/src/reference/machine-readable-output.md), and human text on stderr.
     #[arg(long, value_name = "FMT", default_value = "human")]
     message_format: MessageFormat,
 }

@@ -1,7 +1,7 @@
 //! Peers the user brings: a program named by a scenario's `peer: { command: [...] }`,
 //! started as `<command...> serve --config <json>`, where the JSON follows the external
-//! peer protocol (version [`PROTOCOL_VERSION`], `peers/peer-config.schema.json`, README
-//! "Putting your own IPC stack into the matrix"). It is a smaller contract than our own
+//! peer protocol (version [`PROTOCOL_VERSION`], `peers/peer-config.schema.json`, the book's
+//! docs/src/peers/protocol.md). It is a smaller contract than our own
 //! peer's configuration: where to connect, the largest message, the idle timeout and the
 //! measuring process; the framing and the goodbye are the transports' own.
 

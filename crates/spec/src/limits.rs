@@ -1,7 +1,7 @@
 //! The largest matrix.yaml this build reads and the largest cells it runs, and what a
 //! cell needs in memory. A value beyond a limit is refused when the file is loaded, with
-//! its file:line:column and path, before anything is allocated for it (README: "Limits
-//! of matrix.yaml").
+//! its file:line:column and path, before anything is allocated for it (the book:
+//! docs/src/reference/matrix-yaml.md, "Limits of matrix.yaml").
 
 use crate::cell::Cell;
 
