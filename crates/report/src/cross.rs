@@ -9,8 +9,9 @@
 //!   apart, labelled so, and never as a ratio.
 
 use crate::html::{escape, figure, page, table as html_table};
+use crate::plots;
 use crate::units::{instructions, nanos};
-use crate::{plots, write_atomically};
+use ipc_matrix_results::write_atomically;
 use ipc_matrix_results::{CellResult, InstructionCounts};
 use plots::Series;
 use std::fmt::Write;

@@ -17,7 +17,7 @@
 //!   margin}` or `null`; `gating`; `notes`).
 //! - `not_run`: baseline cells this run did not produce.
 
-use crate::LegReport;
+use crate::model::LegReport;
 use ipc_matrix_baseline::{CellVerdict, Verdict};
 use ipc_matrix_results::{CellResult, Environment};
 use serde::Serialize;
@@ -99,5 +99,15 @@ impl<'a> Document<'a> {
                 .collect(),
             not_run: &verdict.not_run,
         }
+    }
+}
+
+impl LegReport {
+    /// `results.json`.
+    pub fn json(&self) -> String {
+        let mut json = serde_json::to_string_pretty(&Document::new(self))
+            .expect("the report document always serializes");
+        json.push('\n');
+        json
     }
 }

@@ -6,9 +6,9 @@
 //! Writes `history.md` (per leg, the cells that moved most first) and `history.html`
 //! (the same, with a plot per cell).
 
+use crate::document::REPORT_SCHEMA_VERSION;
 use crate::html::{escape, figure, page};
 use crate::units::{instructions, nanos, utc};
-use crate::REPORT_SCHEMA_VERSION;
 use ipc_matrix_results::CellResult;
 use serde::Deserialize;
 use std::collections::BTreeMap;

@@ -5,9 +5,10 @@
 //! per scenario kind with the plots that suit it; notes shared by many cells are grouped.
 
 use crate::changes::{gates, note_groups, Changes, Row};
+use crate::model::{headline, LegReport};
+use crate::plots;
 use crate::seed_tables::{seed_tables, SeedTable};
 use crate::units::{bytes, nanos, p_value, ratio, utc};
-use crate::{headline, plots, LegReport};
 use ipc_matrix_baseline::{CellVerdict, Verdict};
 use ipc_matrix_results::CellResult;
 use ipc_matrix_spec::ScenarioKind;
@@ -106,7 +107,8 @@ fn cell_table(rows: &[Row]) -> String {
             _ if !cell.gating => "informs",
             _ => "",
         };
-        let (instructions, instruction_verdict, regressed) = crate::instruction_columns(cell);
+        let (instructions, instruction_verdict, regressed) =
+            crate::model::instruction_columns(cell);
         let instruction_class = match &cell.instructions {
             _ if regressed => "regressed",
             Some(i) if !i.gating => "informs",
@@ -244,7 +246,7 @@ pub fn html(report: &LegReport) -> String {
         .into_iter()
         .filter(|k| report.results.iter().any(|r| r.cell.kind() == *k))
         .collect();
-    let floors = crate::floor_rows(report);
+    let floors = crate::model::floor_rows(report);
     let groups = note_groups(report);
     let mut body = String::new();
     let (cells, against) = headline(report);
@@ -385,7 +387,7 @@ pub fn html(report: &LegReport) -> String {
 
     if !floors.is_empty() {
         body.push_str("<h2 id=\"floors\">Next to the machine's floor</h2>\n");
-        let _ = writeln!(body, "<p>{}</p>", escape(crate::FLOORS_EXPLAINED));
+        let _ = writeln!(body, "<p>{}</p>", escape(crate::model::FLOORS_EXPLAINED));
         let rows: Vec<Vec<String>> = floors
             .iter()
             .map(|(result, floor)| {
@@ -408,7 +410,10 @@ pub fn html(report: &LegReport) -> String {
             plots::floor_ratios(&floors),
             "Each cell's median round trip over its floor's: 1.00x is what the machine allows.",
         ));
-        for note in floors.iter().filter_map(|(r, f)| crate::below_floor(r, f)) {
+        for note in floors
+            .iter()
+            .filter_map(|(r, f)| crate::model::below_floor(r, f))
+        {
             let _ = writeln!(body, "<p class=\"note\">{}</p>", escape(&note));
         }
     }
@@ -593,7 +598,7 @@ fn kind_section(report: &LegReport, kind: ScenarioKind, seed: &[SeedTable]) -> S
 
 /// The codec cells' stages and the chart comparing codecs per transport and payload.
 fn codec_section(report: &LegReport) -> String {
-    let codec_cells = crate::codec_results(report);
+    let codec_cells = crate::model::codec_results(report);
     let dash = || "-".to_string();
     let rows: Vec<Vec<String>> = codec_cells
         .iter()

@@ -4,9 +4,9 @@
 //! An unchanged run reads in one screen.
 
 use crate::changes::{gates, interval_strip, note_groups, Changes, Row};
+use crate::model::{codec_results, fan_results, headline, stability, LegReport};
 use crate::seed_tables::seed_tables;
 use crate::units::{bytes, nanos, p_value, ratio, utc};
-use crate::{codec_results, fan_results, headline, stability, LegReport};
 use ipc_matrix_baseline::{CellVerdict, Verdict, ALPHA};
 use ipc_matrix_results::CellResult;
 use std::fmt::Write;
@@ -95,10 +95,10 @@ pub fn markdown(report: &LegReport) -> String {
         unfold(&mut md);
     }
 
-    let floors = crate::floor_rows(report);
+    let floors = crate::model::floor_rows(report);
     if !floors.is_empty() {
         fold(&mut md, "Next to the machine's floor", floors.len());
-        let _ = writeln!(md, "{}\n", crate::FLOORS_EXPLAINED);
+        let _ = writeln!(md, "{}\n", crate::model::FLOORS_EXPLAINED);
         md.push_str("| cell | floor | floor p50 | cell p50 | cell / floor |\n");
         md.push_str("|---|---|---:|---:|---:|\n");
         for (result, floor) in &floors {
@@ -114,7 +114,10 @@ pub fn markdown(report: &LegReport) -> String {
                 floor.ratio.map_or_else(dash, |r| format!("{r:.2}x")),
             );
         }
-        for note in floors.iter().filter_map(|(r, f)| crate::below_floor(r, f)) {
+        for note in floors
+            .iter()
+            .filter_map(|(r, f)| crate::model::below_floor(r, f))
+        {
             let _ = writeln!(md, "\n> [!NOTE]\n> {}", text(&note));
         }
         unfold(&mut md);
@@ -450,7 +453,8 @@ fn cell_table<'a>(md: &mut String, rows: impl Iterator<Item = (&'a CellResult, &
             (v, true) => v.as_str().to_string(),
             (v, false) => format!("{} (informational)", v.as_str()),
         };
-        let (instructions, instruction_verdict, regressed) = crate::instruction_columns(cell);
+        let (instructions, instruction_verdict, regressed) =
+            crate::model::instruction_columns(cell);
         let instruction_verdict = if regressed {
             format!("**{instruction_verdict}**")
         } else {

@@ -2,7 +2,7 @@
 //! (so the page opens offline). Latencies use log axes: a 300 ns shared-memory echo and a
 //! 2 ms megabyte echo share a chart and both stay readable.
 
-use crate::transport_label;
+use crate::model::transport_label;
 use crate::units::{bytes, nanos, number};
 use ipc_matrix_baseline::{stats::batch_medians, RunVerdict, Verdict};
 use ipc_matrix_results::{CellResult, Floor};

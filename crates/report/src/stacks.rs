@@ -2,7 +2,7 @@
 //! source experiments' small message), whatever carries it (our shared-memory ring, the
 //! sockets, a pipe, Cap'n Proto RPC, ZeroMQ, ...), fastest first, each next to its floor.
 
-use crate::LegReport;
+use crate::model::LegReport;
 use ipc_matrix_results::CellResult;
 use ipc_matrix_spec::{Cell, ScenarioKind};
 
