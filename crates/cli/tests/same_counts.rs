@@ -163,11 +163,9 @@ fn same_counts_of_several_legs_at_once_is_refused() {
     );
 }
 
-#[test]
-fn gating_cells_lists_the_cells_whose_counts_gate_and_no_other() {
-    let s = with_baseline("gating-list");
-    store(&s, "here", 10_000.0, 5_000.0);
-    let out = s.run(&[
+/// `report --gating-cells` over the run stored in `here`.
+fn gating_cells(s: &Scratch) -> std::process::Output {
+    s.run(&[
         "report",
         "--results",
         "here",
@@ -176,7 +174,14 @@ fn gating_cells_lists_the_cells_whose_counts_gate_and_no_other() {
         "--leg",
         LEG,
         "--gating-cells",
-    ]);
+    ])
+}
+
+#[test]
+fn gating_cells_lists_the_cells_whose_counts_gate_and_no_other() {
+    let s = with_baseline("gating-list");
+    store(&s, "here", 10_000.0, 5_000.0);
+    let out = gating_cells(&s);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     // udp's accepted runs moved by 1 %: it only informs, so a second count need not run it.
     assert_eq!(String::from_utf8_lossy(&out.stdout), "echo::tcp::200B\n");
@@ -188,16 +193,7 @@ fn gating_cells_lists_the_cells_whose_counts_gate_and_no_other() {
 fn gating_cells_without_baselines_is_an_error_not_an_empty_list() {
     let s = Scratch::new("same-counts-gating-no-baselines", MATRIX);
     store(&s, "here", 10_000.0, 5_000.0);
-    let out = s.run(&[
-        "report",
-        "--results",
-        "here",
-        "--baselines",
-        "baselines",
-        "--leg",
-        LEG,
-        "--gating-cells",
-    ]);
+    let out = gating_cells(&s);
     assert_ne!(out.status.code(), Some(0), "{}", text(&out));
     assert!(out.stdout.is_empty(), "{}", text(&out));
     assert!(text(&out).contains("no baselines folder"), "{}", text(&out));
