@@ -3,7 +3,7 @@
 use crate::term::{console, fit, painted, Fitted, Paint};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell as TableCell, CellAlignment, Table};
 use ipc_matrix_report::units::{bytes, nanos};
-use ipc_matrix_results::{CellResult, Floor};
+use ipc_matrix_results::{printable, CellResult, Floor};
 use ipc_matrix_scenario::SelectedFloor;
 
 /// One line per finished cell: verdict, id, and the headline numbers.
@@ -34,7 +34,12 @@ pub fn numbered_verdict_line(result: &CellResult, place: Option<(usize, usize)>)
         }
     };
     match (&result.outcome.failure, &result.latency_ns) {
-        (Some(failure), _) => format!("{} {id}: {}", verdict("FAIL", Paint::Bad), failure.reason),
+        // The reason quotes a peer, matrix.yaml and the environment.
+        (Some(failure), _) => format!(
+            "{} {id}: {}",
+            verdict("FAIL", Paint::Bad),
+            printable(&failure.reason)
+        ),
         (None, Some(l)) => {
             // A logging cell's timings are per line (batch means), the others' per round trip.
             let mut line = format!(

@@ -29,6 +29,25 @@ pub mod exit_code {
     pub const NO_CELLS: u8 = 4;
 }
 
+/// Checks the `IPC_MATRIX_*` variables before anything runs, printing a line for each
+/// problem: a value a variable does not accept is an error naming it (then this returns
+/// false, for the caller to exit with [`exit_code::USAGE`]); an unknown name is a warning
+/// (a typo would do nothing).
+pub fn environment_is_accepted() -> bool {
+    let problems = ipc_matrix_results::check_environment();
+    let mut refused = false;
+    for problem in problems {
+        match problem {
+            ipc_matrix_results::Problem::Refused(why) => {
+                eprintln!("error: {why}");
+                refused = true;
+            }
+            ipc_matrix_results::Problem::Unknown(why) => eprintln!("warning: {why}"),
+        }
+    }
+    !refused
+}
+
 /// Where results go unless told otherwise: `<target dir>/ipc-matrix`.
 pub fn default_out_dir(workspace: &Path) -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")

@@ -217,11 +217,18 @@ fn main() -> ExitCode {
         (false, false) => Verbosity::Normal,
     };
     ipc_matrix::term::set(Console::new(verbosity, format, cli.color));
+    if !ipc_matrix::environment_is_accepted() {
+        return ExitCode::from(exit_code::USAGE);
+    }
     let outcome = resolve(&mut cli.command).and_then(|()| dispatch(cli.command));
     match outcome {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Paths and values from outside are in it.
+            eprintln!(
+                "error: {}",
+                ipc_matrix_results::printable(&format!("{e:#}"))
+            );
             ExitCode::from(if e.is::<NoCells>() {
                 exit_code::NO_CELLS
             } else {

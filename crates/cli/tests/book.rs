@@ -233,3 +233,23 @@ fn the_command_line_page_names_every_command_and_exit_code() {
         );
     }
 }
+
+#[test]
+fn the_environment_page_names_every_variable_and_no_other() {
+    let page = read(&repo().join("docs/src/reference/environment.md"));
+    for variable in ipc_matrix_results::VARIABLES {
+        assert!(
+            page.contains(&format!("| `{}` |", variable.name)),
+            "docs/src/reference/environment.md does not name {}",
+            variable.name
+        );
+    }
+    for word in page.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+        if word.starts_with("IPC_MATRIX_") && word != "IPC_MATRIX_" {
+            assert!(
+                ipc_matrix_results::VARIABLES.iter().any(|v| v.name == word),
+                "the page names {word}, which is not in the table"
+            );
+        }
+    }
+}

@@ -50,8 +50,12 @@ fn a_count_file_without_the_process_id_is_refused_and_left_alone() {
     let theirs = s.path("notes.txt");
     std::fs::write(&theirs, "someone's notes\n").unwrap();
     let (code, all) = run_uncounted(&s, theirs.to_str().unwrap());
-    assert_eq!(code, Some(1), "{all}");
-    assert!(all.contains("which has no %p"), "{all}");
+    // Refused where the run starts, like a bad flag: no cell runs.
+    assert_eq!(code, Some(2), "{all}");
+    assert!(
+        all.contains("IPC_MATRIX_COUNT_FILE=") && all.contains("no %p"),
+        "{all}"
+    );
     assert_eq!(
         std::fs::read_to_string(&theirs).unwrap(),
         "someone's notes\n",

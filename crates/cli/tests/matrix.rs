@@ -25,6 +25,9 @@ static HEAP: ipc_matrix_scenario::CountedHeap = ipc_matrix_scenario::CountedHeap
 fn main() -> ExitCode {
     ipc_matrix_scenario::serve_if_requested();
     let args = Arguments::from_args();
+    if !ipc_matrix::environment_is_accepted() {
+        return ExitCode::from(exit_code::USAGE);
+    }
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let matrix = env_path("IPC_MATRIX_FILE").unwrap_or_else(|| workspace.join("matrix.yaml"));
     let profile = std::env::var("IPC_MATRIX_PROFILE").unwrap_or_else(|_| "quick".into());

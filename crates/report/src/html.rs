@@ -27,9 +27,11 @@ th[colspan]{text-align:center}tr.group th{background:#f2f2f2;text-align:left;fon
 .informs{color:#8a4b00;font-style:italic}.wide{overflow-x:auto}.cpu{font-weight:normal;font-size:.8rem;color:#555}\
 figure{margin:1.5rem 0}figcaption{font-size:.85rem;color:#555}svg{max-width:100%;height:auto}";
 
+/// `text` as HTML text, its control characters shown as escapes (they come from peers,
+/// file names and the environment).
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for ch in text.chars() {
+    for ch in ipc_matrix_results::printable(text).chars() {
         match ch {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),

@@ -290,9 +290,12 @@ pub fn markdown(report: &LegReport) -> String {
 }
 
 /// Prose from results (a peer's stderr may hold anything): angle brackets would be taken
-/// for HTML by GitHub's renderer and vanish.
+/// for HTML by GitHub's renderer and vanish, and control characters would reach the
+/// terminal of whoever reads the file there.
 pub(crate) fn text(prose: &str) -> String {
-    prose.replace('<', "&lt;").replace('>', "&gt;")
+    ipc_matrix_results::printable(prose)
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// `62-67 ns`, or `not taken` (unpinned, or emulated too slowly).

@@ -1,5 +1,6 @@
 //! The machine and build a result came from.
 
+use crate::variables::read_variable;
 use serde::{Deserialize, Serialize};
 
 /// Set by the QEMU runner script to `qemu`; absent means the binary runs natively.
@@ -30,11 +31,20 @@ impl Environment {
     }
 
     fn read() -> Self {
-        let runner = std::env::var(RUNNER_ENV).unwrap_or_else(|_| "native".into());
+        // Values that do not fit are refused where a run starts (`check_environment`);
+        // here they are never a folder's name.
+        let runner = match read_variable(RUNNER_ENV) {
+            Ok(Some(runner)) => runner.trim().to_string(),
+            _ => "native".into(),
+        };
         Self {
             target_triple: env!("IPC_MATRIX_BUILD_TARGET").to_string(),
-            qemu_version: (runner == "qemu")
-                .then(|| std::env::var(QEMU_VERSION_ENV).unwrap_or_else(|_| "unknown".into())),
+            qemu_version: (runner == "qemu").then(|| {
+                read_variable(QEMU_VERSION_ENV)
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| "unknown".into())
+            }),
             runner,
             cpu_model: cpu_model(),
             logical_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),

@@ -169,6 +169,12 @@ pub fn remove_stale_temporary_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
 
 /// Writes one result under `<out>/<leg>/<profile>/cells/` and returns its path.
 pub fn write_result(out: &Path, result: &CellResult) -> io::Result<PathBuf> {
+    for (what, name) in [
+        ("leg", result.leg.as_str()),
+        ("profile", &result.cell.profile),
+    ] {
+        one_folder(what, name)?;
+    }
     let dir = run_dir(out, &result.leg, &result.cell.profile).join("cells");
     std::fs::create_dir_all(&dir)
         .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
@@ -177,6 +183,26 @@ pub fn write_result(out: &Path, result: &CellResult) -> io::Result<PathBuf> {
     // The error names the file already.
     write_atomically(&path, &json)?;
     Ok(path)
+}
+
+/// A leg or profile names one folder below `out`: never a path that leaves it, a hidden
+/// folder, or a name with a control character in it.
+fn one_folder(what: &str, name: &str) -> io::Result<()> {
+    let fits = !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'));
+    match fits {
+        true => Ok(()),
+        false => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "the {what} {:?} is not a folder name of letters, digits, `-`, `_`, `.` and `@`; no result is stored under it",
+                crate::printable(name)
+            ),
+        )),
+    }
 }
 
 /// The results of one run, read from a run folder.

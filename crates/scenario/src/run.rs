@@ -182,22 +182,11 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
 /// ([`UNCOUNTED_ENV`]), else it is not the runner that counts.
 fn uncounted_reason() -> String {
     std::env::var_os(UNCOUNTED_ENV)
-        .map(|why| escape_controls(&why.to_string_lossy()))
+        .map(|why| ipc_matrix_results::printable(&why.to_string_lossy()).into_owned())
         .filter(|why| !why.trim().is_empty())
         .unwrap_or_else(|| {
             format!("the emulator's runner did not ask for counts ({COUNT_FILE_ENV} is not set)")
         })
-}
-
-/// `text` with its control characters written as escapes (`\u{1b}`): it comes from the
-/// environment and reaches terminals and reports.
-fn escape_controls(text: &str) -> String {
-    text.chars()
-        .map(|c| match c.is_control() {
-            true => c.escape_unicode().to_string(),
-            false => c.to_string(),
-        })
-        .collect()
 }
 
 /// Set by `scripts/qemu-run` when it runs a program without counting it: why.
