@@ -28,6 +28,9 @@ pub struct StoredResults {
     /// Only this leg (`<triple>@<runner>`); repeatable; default: every leg with results.
     #[arg(long, value_name = "LEG")]
     pub leg: Vec<String>,
+    /// The matrix, once read: a file is read once per command.
+    #[arg(skip)]
+    spec: std::cell::OnceCell<Spec>,
 }
 
 impl StoredResults {
@@ -45,7 +48,7 @@ impl StoredResults {
     }
 
     pub fn policy(&self) -> Result<RegressionPolicy> {
-        regression_policy(&self.matrix, &self.profile)
+        regression_policy(spec_of(&self.spec, &self.matrix)?, &self.profile)
     }
 
     /// The legs asked for, or every leg with results of the profile (at least one).
@@ -117,6 +120,9 @@ pub struct Selection {
     /// (a cell is kept if any filter matches).
     #[arg(long, value_name = "EXPR")]
     pub filter: Vec<String>,
+    /// The matrix, once read: a file is read once per command.
+    #[arg(skip)]
+    spec: std::cell::OnceCell<Spec>,
 }
 
 impl Selection {
@@ -131,8 +137,18 @@ impl Selection {
         project_root(&self.matrix)
     }
 
+    /// The matrix, read the first time it is asked for.
+    pub fn spec(&self) -> Result<&Spec> {
+        spec_of(&self.spec, &self.matrix)
+    }
+
+    /// The regression policy of the profile.
+    pub fn policy(&self) -> Result<RegressionPolicy> {
+        regression_policy(self.spec()?, &self.profile)
+    }
+
     pub fn cells(&self) -> Result<Vec<Cell>> {
-        let spec = Spec::load(&self.matrix).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let spec = self.spec()?;
         let cells = spec.cells(&self.profile).map_err(anyhow::Error::msg)?;
         let filters = self
             .filter
@@ -187,9 +203,17 @@ impl Filter {
     }
 }
 
-/// The regression policy of `profile` in the matrix file.
-pub fn regression_policy(matrix: &Path, profile: &str) -> Result<RegressionPolicy> {
+/// The matrix in `cell`, read from `matrix` the first time.
+fn spec_of<'a>(cell: &'a std::cell::OnceCell<Spec>, matrix: &Path) -> Result<&'a Spec> {
+    if let Some(spec) = cell.get() {
+        return Ok(spec);
+    }
     let spec = Spec::load(matrix).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(cell.get_or_init(|| spec))
+}
+
+/// The regression policy of `profile` in the matrix.
+pub fn regression_policy(spec: &Spec, profile: &str) -> Result<RegressionPolicy> {
     let profiles = spec.profile_names().join(", ");
     spec.profiles
         .get(profile)

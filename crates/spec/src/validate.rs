@@ -30,10 +30,12 @@ impl Spec {
                 message,
             }])
         };
-        // One byte more than the limit is enough to refuse it, and nothing more is read
-        // (the file may be a pipe, or /dev/zero).
+        // A regular file only: a FIFO, socket or device is refused before a byte is
+        // read (a FIFO would be waited on, /dev/zero read for ever, and a pipe could be
+        // read only once, where a run reads its matrix at the start and each nextest
+        // process again). One byte more than the limit is enough to refuse it.
         let mut bytes = Vec::new();
-        std::fs::File::open(file)
+        ipc_matrix_count_window::open_regular_file(file)
             .and_then(|f| f.take(MAX_FILE_BYTES as u64 + 1).read_to_end(&mut bytes))
             .map_err(|e| whole(format!("cannot read the matrix file: {e}")))?;
         if bytes.len() > MAX_FILE_BYTES {

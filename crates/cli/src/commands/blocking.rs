@@ -68,7 +68,7 @@ pub fn gate(folders: &[PathBuf], matrix: &Path, profile: &str) -> Result<u8> {
     let mut other_lines = Vec::new();
     for (leg, leg_profile, dir, finding) in &seen {
         let blocks = blocks_merge(&spec, leg);
-        let policy = crate::args::regression_policy(matrix, leg_profile).ok();
+        let policy = crate::args::regression_policy(&spec, leg_profile).ok();
         let name = format!("`{leg}` ({leg_profile})");
         let line = match finding {
             Finding::Report {

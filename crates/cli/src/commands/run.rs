@@ -1,7 +1,7 @@
 //! `ipc-matrix run`: run the selected cells with a progress bar, print a summary, then
 //! judge the stored results against the leg's baseline.
 
-use crate::args::{regression_policy, Judging, Selection};
+use crate::args::{Judging, Selection};
 use crate::commands::report::report_legs;
 use anyhow::Result;
 use ipc_matrix::format::{numbered_verdict_line, skipped_line, summary_table};
@@ -65,7 +65,7 @@ pub fn run(
     let ran = run_cells(&cells, &out, &mut options, fail_fast, folder.dir())?;
     // Nothing is judged when every cell was skipped: no result was stored.
     let judged = if environment.is_optimized() && !ran.results.is_empty() {
-        let policy = regression_policy(&selection.matrix, &selection.profile)?;
+        let policy = selection.policy()?;
         report_legs(
             &out,
             &baselines,
