@@ -79,10 +79,30 @@ pub(crate) fn peer_epilogue(peer: &mut PeerProcess) -> String {
 pub(crate) fn transport_failure_kind(e: &TransportError) -> FailureKind {
     match e {
         TransportError::Timeout { .. } => FailureKind::Timeout,
-        TransportError::Closed | TransportError::PeerGone(_) | TransportError::Io { .. } => {
-            FailureKind::PeerGone
-        }
+        TransportError::Closed
+        | TransportError::Reset
+        | TransportError::PeerGone(_)
+        | TransportError::Io { .. } => FailureKind::PeerGone,
         TransportError::TooLarge { .. } | TransportError::Corrupt(_) => FailureKind::Protocol,
+    }
+}
+
+/// Before its goodbye, the process the cell started must still run: one that exited
+/// already was never told goodbye, so the replies came from something else (a process it
+/// left behind, in its group or not) or it stopped on its own after the last one. Either
+/// way the cell did not measure the peer it started, to the end.
+pub(crate) fn expect_running_before_goodbye(peer: &mut PeerProcess) -> Result<(), Failure> {
+    match peer.exited() {
+        None => Ok(()),
+        Some(status) => Err(Failure {
+            kind: FailureKind::Shutdown,
+            round_trip: None,
+            reason: format!(
+                "the process the cell started had exited ({}) before it was told goodbye: a peer must serve until the goodbye and exit after it, and every reply must come from the process the cell started, not one it left behind{}",
+                describe(status),
+                peer_epilogue(peer)
+            ),
+        }),
     }
 }
 

@@ -202,6 +202,14 @@ impl PeerProcess {
         self.child.id()
     }
 
+    /// The peer's exit status if it has exited, without waiting.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        if self.status.is_none() {
+            self.status = self.child.try_wait().ok().flatten();
+        }
+        self.status
+    }
+
     /// Waits for the peer to exit on its own until `deadline`.
     pub fn wait_until(&mut self, deadline: Instant) -> Option<ExitStatus> {
         loop {

@@ -8,6 +8,9 @@ pub enum TransportError {
     Timeout { what: &'static str },
     #[error("the peer closed the connection")]
     Closed,
+    /// The peer's end was closed with bytes of ours unread in it (a stream's reset).
+    #[error("the peer reset the connection: it closed its end with bytes of ours unread")]
+    Reset,
     #[error("the peer is gone: {0}")]
     PeerGone(String),
     #[error("the peer announced a {announced}-byte message, larger than the {limit}-byte limit")]
@@ -23,6 +26,11 @@ pub enum TransportError {
 }
 
 impl TransportError {
+    /// The peer's end is closed, with or without bytes of ours unread in it.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, TransportError::Closed | TransportError::Reset)
+    }
+
     pub fn io(context: &'static str) -> impl FnOnce(io::Error) -> TransportError {
         move |source| TransportError::Io { context, source }
     }

@@ -178,8 +178,8 @@ fn arm(
 
 fn stream_error(e: io::Error, context: &'static str) -> TransportError {
     match e.kind() {
-        io::ErrorKind::ConnectionReset
-        | io::ErrorKind::BrokenPipe
+        io::ErrorKind::ConnectionReset => TransportError::Reset,
+        io::ErrorKind::BrokenPipe
         | io::ErrorKind::UnexpectedEof
         | io::ErrorKind::ConnectionAborted => TransportError::Closed,
         _ => TransportError::Io { context, source: e },
@@ -354,7 +354,7 @@ mod scripted {
             let start = Instant::now();
             let result = framed(stream).recv(&mut Vec::new(), 10, deadline());
             match result {
-                Err(TransportError::Closed) if closed => {}
+                Err(e) if closed && e.is_closed() => {}
                 Err(TransportError::Io {
                     context: "receiving",
                     ..
@@ -411,7 +411,7 @@ mod scripted {
             stream.write_errors.push_back(kind);
             let start = Instant::now();
             match framed(stream).send(b"abc", deadline()) {
-                Err(TransportError::Closed) if closed => {}
+                Err(e) if closed && e.is_closed() => {}
                 Err(TransportError::Io {
                     context: "sending", ..
                 }) if !closed => {}

@@ -6,7 +6,8 @@ use crate::codec_work::FRAME_SLACK;
 use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
 use crate::failure::{
-    channel_of, expect_clean_exit, peer_epilogue, setup_failure, transport_failure_kind,
+    channel_of, expect_clean_exit, expect_running_before_goodbye, peer_epilogue, setup_failure,
+    transport_failure_kind,
 };
 use crate::peer::{before_reply, PeerConfig};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
@@ -150,6 +151,7 @@ impl Endpoint for ChannelEndpoint {
     /// An empty message says goodbye; the peer exits cleanly, and nothing follows (a
     /// reply to the goodbye, or a second reply to an earlier request).
     fn goodbye(&mut self) -> Result<(), Failure> {
+        expect_running_before_goodbye(&mut self.peer)?;
         let deadline = Instant::now() + GOODBYE_WITHIN;
         let said = self
             .channel
@@ -167,6 +169,13 @@ impl Endpoint for ChannelEndpoint {
                     "the peer sent a message of {} bytes after its last reply, which no request asked for (a reply to the goodbye, or a second reply)",
                     self.reply.len()
                 ),
+            }),
+            // A stream's end closed with the goodbye still unread in it: the peer exited
+            // after its last reply without reading on.
+            Err(TransportError::Reset) => Err(Failure {
+                kind: FailureKind::Shutdown,
+                round_trip: None,
+                reason: "the peer exited without reading its goodbye: it closed its connection with the goodbye unread (a peer must read on until the empty message and exit after it)".into(),
             }),
             Err(_) => Ok(()),
         }

@@ -153,6 +153,17 @@ fn transport_failure(
 fn goodbye(linked: &mut [Linked]) -> Result<(), Failure> {
     let deadline = Instant::now() + GOODBYE_WITHIN;
     for (k, link) in linked.iter_mut().enumerate() {
+        if let Some(status) = link.peer.exited() {
+            let epilogue = peer_epilogue(&mut link.peer);
+            return Err(Failure {
+                kind: FailureKind::Shutdown,
+                round_trip: None,
+                reason: format!(
+                    "peer {k} had exited ({}) before it was told goodbye{epilogue}",
+                    crate::spawn::describe(status)
+                ),
+            });
+        }
         let sent = link.channel.send(&[], deadline);
         let status = link.peer.wait_until(deadline);
         if sent.is_err() || !status.is_some_and(|s| s.success()) {

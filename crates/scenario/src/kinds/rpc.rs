@@ -6,7 +6,9 @@
 
 use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
-use crate::failure::{expect_clean_exit, peer_epilogue, setup_failure};
+use crate::failure::{
+    expect_clean_exit, expect_running_before_goodbye, peer_epilogue, setup_failure,
+};
 use crate::fault::Fault;
 use crate::peer::{extra_work, spin_for, PeerConfig};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
@@ -268,6 +270,7 @@ impl Endpoint for RpcEndpoint {
 
     /// Goodbye: disconnect; the peer's RPC system ends and the peer exits.
     fn goodbye(&mut self) -> Result<(), Failure> {
+        expect_running_before_goodbye(&mut self.connected.peer)?;
         let deadline = Instant::now() + GOODBYE_WITHIN;
         self.response = None;
         self.connected.client = None;

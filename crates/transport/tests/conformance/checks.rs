@@ -522,9 +522,7 @@ fn peer_death(subject: Subject) -> Result<(), String> {
         .send(b"die", Instant::now() + OP)
         .map_err(|e| format!("sending die: {e}"))?;
     let start = Instant::now();
-    let gone = |r: &Result<(), TransportError>| {
-        matches!(r, Err(TransportError::Closed | TransportError::PeerGone(_)))
-    };
+    let gone = |r: &Result<(), TransportError>| matches!(r, Err(e) if e.is_closed() || matches!(e, TransportError::PeerGone(_)));
     let mut buf = Vec::new();
     if subject.lossy() {
         loop {

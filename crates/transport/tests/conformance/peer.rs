@@ -78,7 +78,9 @@ fn run(role: &str) -> Result<(), String> {
         "echo" => loop {
             match channel.recv(&mut buf, limit, idle()) {
                 Ok(()) => channel.send(&buf, idle()).map_err(|e| e.to_string())?,
-                Err(TransportError::Closed | TransportError::PeerGone(_)) => return Ok(()),
+                Err(e) if e.is_closed() || matches!(e, TransportError::PeerGone(_)) => {
+                    return Ok(())
+                }
                 Err(e) => return Err(e.to_string()),
             }
         },
@@ -186,7 +188,7 @@ fn wait_for_close(channel: &mut dyn Channel) -> Result<(), String> {
     let mut buf = Vec::new();
     match channel.recv(&mut buf, 1 << 20, Instant::now() + PEER_IDLE) {
         Ok(()) => Err("an unexpected message".into()),
-        Err(TransportError::Closed | TransportError::PeerGone(_)) => Ok(()),
+        Err(e) if e.is_closed() || matches!(e, TransportError::PeerGone(_)) => Ok(()),
         Err(e) => Err(e.to_string()),
     }
 }
