@@ -66,6 +66,9 @@ pub struct Run {
     /// When the run's cells finished (the last of them).
     pub finished_at_unix: u64,
     pub run_id: String,
+    /// A digest of the file's bytes, where the reader gave one: two files of one run id
+    /// whose digests differ are not one run read twice.
+    pub digest: Option<u64>,
 }
 
 impl Run {
@@ -86,6 +89,7 @@ impl Run {
             report,
             finished_at_unix,
             run_id,
+            digest: None,
         }
     }
 
@@ -116,15 +120,16 @@ pub struct LegHistory {
 
 /// Sorts runs into legs (by architecture order of their names) and each leg's runs by
 /// time, then commit; a run found twice (the same run id, e.g. one artifact downloaded
-/// twice) is kept once. Returns the legs and how many duplicates were dropped.
-pub fn arrange(runs: Vec<Run>) -> (Vec<LegHistory>, usize) {
+/// twice) is kept once. Returns the legs and a note per duplicate left out, naming it and
+/// the file kept, and saying whether their contents differ.
+pub fn arrange(runs: Vec<Run>) -> (Vec<LegHistory>, Vec<String>) {
     let mut legs: BTreeMap<(String, String), Vec<Run>> = BTreeMap::new();
     for run in runs {
         legs.entry((run.report.leg.clone(), run.report.profile.clone()))
             .or_default()
             .push(run);
     }
-    let mut dropped = 0;
+    let mut dropped = Vec::new();
     let legs = legs
         .into_iter()
         .map(|((leg, profile), mut runs)| {
@@ -135,11 +140,30 @@ pub fn arrange(runs: Vec<Run>) -> (Vec<LegHistory>, usize) {
                     &b.run_id,
                 ))
             });
-            let before = runs.len();
-            let mut seen = std::collections::HashSet::new();
-            runs.retain(|r| r.run_id.is_empty() || seen.insert(r.run_id.clone()));
-            dropped += before - runs.len();
-            LegHistory { leg, profile, runs }
+            let mut kept: Vec<Run> = Vec::with_capacity(runs.len());
+            for run in runs {
+                let first = kept
+                    .iter()
+                    .find(|k| !run.run_id.is_empty() && k.run_id == run.run_id);
+                match first {
+                    None => kept.push(run),
+                    Some(first) => dropped.push(format!(
+                        "{} is run {} of {leg} ({profile}) again, read once from {}{}",
+                        run.file.display(),
+                        run.run_id,
+                        first.file.display(),
+                        match (first.digest, run.digest) {
+                            (Some(a), Some(b)) if a != b => "; the two files differ, so one of them was edited or is not that run's: check which",
+                            _ => "",
+                        }
+                    )),
+                }
+            }
+            LegHistory {
+                leg,
+                profile,
+                runs: kept,
+            }
         })
         .collect();
     (legs, dropped)

@@ -255,15 +255,29 @@ fn compare_folders(folders: &[PathBuf], out: &Path) -> Result<u8> {
     let columns = folders
         .iter()
         .map(|dir| {
-            let results = ipc_matrix_results::read_results(dir).with_context(|| {
+            let run = ipc_matrix_results::read_run(dir, None).with_context(|| {
                 format!(
                     "--compare {}: expected <results>/<leg>/<profile>",
                     dir.display()
                 )
             })?;
-            let first = results
-                .first()
-                .with_context(|| format!("{}: no cell results", dir.display()))?;
+            if run.other_schema > 0 || run.other_runs > 0 {
+                say!(
+                    "note: {}: {} result(s) of another result schema and {} of other runs left out; the column is run {}",
+                    ipc_matrix_results::printable(&dir.display().to_string()),
+                    run.other_schema,
+                    run.other_runs,
+                    run.run_id
+                );
+            }
+            let results = run.results;
+            let first = results.first().with_context(|| {
+                format!(
+                    "{}: no cell results of this result schema ({} of another left out)",
+                    dir.display(),
+                    run.other_schema
+                )
+            })?;
             Ok(Column {
                 name: format!("{} ({})", first.leg, first.cell.profile),
                 runner: first.environment.runner.clone(),
