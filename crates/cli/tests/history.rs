@@ -119,3 +119,93 @@ fn a_file_that_is_not_a_report_is_named_and_another_schema_is_left_out() {
         text(&output)
     );
 }
+
+/// What history promises for what it finds: another schema of another layout is left out
+/// with a note (and a folder of only such files says so), folders below the depth limit
+/// are named, a FIFO or a device given is refused for what it is, and two files of one
+/// run id are read once with a note naming both and saying whether they differ.
+#[test]
+fn history_keeps_its_promises_for_odd_files_and_folders() {
+    let scratch = Scratch::new("history-odd", MATRIX);
+    run_at(
+        &scratch,
+        "ok",
+        "run-a",
+        1_795_000_000,
+        45_000,
+        &"1".repeat(40),
+    );
+    let future = r#"{"schema_version": 99, "legs": {"x86_64": [1, 2]}}"#;
+    std::fs::create_dir_all(scratch.path("future")).unwrap();
+    std::fs::write(scratch.path("future/results.json"), future).unwrap();
+    let output = scratch.run(&["history", "ok", "future", "--out", "hist"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(
+        text(&output).contains("future/results.json: report schema 99"),
+        "{}",
+        text(&output)
+    );
+    let output = scratch.run(&["history", "future", "--out", "hist"]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(
+        text(&output).contains("report schema 99") && text(&output).contains("left out"),
+        "{}",
+        text(&output)
+    );
+
+    let deep = scratch.path("deep/1/2/3/4/5/6/7/8/9/10");
+    std::fs::create_dir_all(&deep).unwrap();
+    std::fs::copy(find_report(&scratch.path("ok")), deep.join("results.json")).unwrap();
+    let output = scratch.run(&["history", "ok", "deep", "--out", "hist"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    assert!(
+        text(&output).contains("were not searched"),
+        "{}",
+        text(&output)
+    );
+
+    let fifo = scratch.path("fifo.json");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string naming a path in the scratch folder.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    for (given, kind) in [("fifo.json", "a FIFO"), ("/dev/zero", "a device")] {
+        let output = scratch.run(&["history", given, "--out", "hist"]);
+        assert_eq!(output.status.code(), Some(2), "{given}: {}", text(&output));
+        assert!(text(&output).contains(kind), "{given}: {}", text(&output));
+    }
+
+    let original = find_report(&scratch.path("ok"));
+    let edited = std::fs::read_to_string(&original).unwrap().replacen(
+        "\"generated_at_unix\": ",
+        "\"generated_at_unix\": 1",
+        1,
+    );
+    std::fs::create_dir_all(scratch.path("edited")).unwrap();
+    std::fs::write(scratch.path("edited/results.json"), edited).unwrap();
+    let output = scratch.run(&["history", "ok", "edited", "--out", "hist"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let all = text(&output);
+    assert!(
+        all.contains("edited/results.json")
+            && all.contains(original.to_str().unwrap())
+            && all.contains("differ"),
+        "{all}"
+    );
+    assert!(all.contains("history of 1 run"), "{all}");
+}
+
+/// The one results.json under `dir`.
+fn find_report(dir: &std::path::Path) -> std::path::PathBuf {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            let found = find_report(&path);
+            if found.exists() {
+                return found;
+            }
+        } else if path.file_name().is_some_and(|n| n == "results.json") {
+            return path;
+        }
+    }
+    dir.join("none")
+}

@@ -68,3 +68,210 @@ fn a_fifo_among_the_results_is_refused_naming_it() {
         "{all}"
     );
 }
+
+/// Every command that takes a path or a word: one that is not UTF-8 is an error (exit 2)
+/// naming what was given, never a panic.
+#[test]
+fn no_command_panics_on_an_argument_that_is_not_utf8() {
+    let s = Scratch::new("hostile-utf8-all", MATRIX);
+    let bad = OsStr::from_bytes(b"x\xff");
+    let o = OsStr::new;
+    for args in [
+        vec![o("list"), o("--filter"), bad],
+        vec![o("list"), o("--profile"), bad],
+        vec![o("report"), o("--compare"), bad, bad],
+        vec![o("report"), o("--results"), bad],
+        vec![o("history"), bad],
+        vec![o("history"), o("."), o("--out"), bad, o("--leg"), bad],
+        vec![o("run"), o("--out"), bad, o("--filter"), bad],
+    ] {
+        let (code, all) = run_bounded(&s, &args);
+        assert!(
+            matches!(code, Some(2) | Some(4)),
+            "{args:?}: {code:?} {all}"
+        );
+        assert!(!all.contains("panicked"), "{args:?}: {all}");
+    }
+}
+
+/// The matrix is a regular file: one given through a pipe or a FIFO is refused at once,
+/// naming it, before any cell runs (it used to be read twice: once for the cells, once
+/// more for the regression policy after every cell had run).
+#[test]
+fn a_matrix_through_a_pipe_or_a_fifo_is_refused_before_any_cell_runs() {
+    let s = Scratch::new("hostile-matrix-pipe", MATRIX);
+    let mut command = s.command(&["run", "--matrix", "/dev/stdin", "--out", "out"]);
+    let mut child = command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    // It may have refused the pipe before this is written: a broken pipe is no failure.
+    let _ = child.stdin.take().unwrap().write_all(MATRIX.as_bytes());
+    let out = child.wait_with_output().unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains("/dev/stdin") && all.contains("a FIFO"),
+        "{all}"
+    );
+    assert!(!s.path("out").exists(), "a cell ran: {all}");
+
+    let fifo = s.path("fifo.yaml");
+    let c_path = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid C string naming a path in the scratch folder.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let (code, all) = run_bounded(&s, &["list", "--matrix", "fifo.yaml"].map(OsStr::new));
+    assert_eq!(code, Some(2), "{all}");
+    assert!(all.contains("fifo.yaml") && all.contains("a FIFO"), "{all}");
+}
+
+/// Every IPC_MATRIX_* variable is checked like a flag: a runner is a known word (never a
+/// path out of --out, never control characters on the terminal), and a count file names
+/// each process's own file, so no file the user named is removed.
+#[test]
+fn environment_values_are_checked_like_flags() {
+    let s = Scratch::new("hostile-env", MATRIX);
+    let keep = s.path("my-notes.txt");
+    std::fs::write(&keep, "mine").unwrap();
+    let keep_text = keep.to_str().unwrap();
+    let elsewhere = format!("elsewhere-{}", std::process::id());
+    let escape = format!("../../../../{elsewhere}");
+    for (name, value) in [
+        ("IPC_MATRIX_RUNNER", &*escape),
+        ("IPC_MATRIX_RUNNER", "nat\nive\x1b[31m"),
+        ("IPC_MATRIX_COUNT_FILE", keep_text),
+        ("IPC_MATRIX_PEER_DELAY_US", "soon"),
+        ("IPC_MATRIX_PEER_DELAY_CELLS", "(echo"),
+    ] {
+        let out = s
+            .command(&["run", "--out", "out"])
+            .env(name, value)
+            .output()
+            .unwrap();
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{name}={value:?}: {all}");
+        assert!(all.contains(&format!("{name}=")), "{name}: {all}");
+        assert!(!all.contains('\x1b'), "raw ESC printed: {all:?}");
+        assert!(!s.path("out").exists(), "{name}: a cell ran: {all}");
+    }
+    assert_eq!(std::fs::read_to_string(&keep).unwrap(), "mine");
+    for dir in [s.0.parent().unwrap(), std::path::Path::new("/")] {
+        assert!(
+            !dir.join(&elsewhere).exists(),
+            "written into {}",
+            dir.display()
+        );
+    }
+    // A name ipc-matrix does not know is a warning, not an error.
+    let out = s
+        .command(&["list"])
+        .env("IPC_MATRIX_COUNTFILE", "x")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("warning: IPC_MATRIX_COUNTFILE"));
+}
+
+/// A matrix of one echo cell over `transports` whose peer is the Python program `body`
+/// (after the shared preamble), 40 round trips after 3 of warm-up.
+fn python_peer_matrix(s: &Scratch, body: &str, transports: &str) {
+    let peer = s.path("peer.py");
+    std::fs::write(&peer, format!("{PYTHON_PREAMBLE}{body}")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&peer, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        s.path("matrix.yaml"),
+        test_matrix!("- { name: echo, kind: echo, transports: [TRANSPORTS], payloads: [200B], iterations: 40, warmup: 3, timeout: 2s, peer: { command: [./peer.py] } }")
+            .replace("TRANSPORTS", transports),
+    )
+    .unwrap();
+}
+
+const PYTHON_PREAMBLE: &str = r#"#!/usr/bin/env python3
+import json, os, socket, struct, sys
+
+def read_exact(sock, n):
+    data = bytearray()
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            sys.exit(3)
+        data += chunk
+    return bytes(data)
+
+def connect():
+    config = json.loads(sys.argv[3])
+    if config["transport"] == "tcp":
+        host, port = config["address"].rsplit(":", 1)
+        sock = socket.create_connection((host, int(port)))
+    else:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(config["address"])
+    return sock
+
+def echo(sock, replies):
+    for _ in range(replies):
+        (length,) = struct.unpack("<Q", read_exact(sock, 8))
+        sock.sendall(struct.pack("<Q", length) + read_exact(sock, length))
+"#;
+
+/// The goodbye is verified: a peer that answers every round trip but exits without
+/// reading its goodbye fails, and so does one whose started process left the serving to
+/// a child it forked and exited at once.
+#[test]
+fn the_goodbye_is_read_by_the_process_the_cell_started() {
+    for (name, body, expected) in [
+        (
+            "exits-unread",
+            "sock = connect()\necho(sock, 43)\nos._exit(0)\n",
+            // Told goodbye before or after its end closed: it is seen either way.
+            &["without reading its goodbye", "before it was told goodbye"][..],
+        ),
+        (
+            "forks",
+            "sock = connect()\nif os.fork() > 0:\n    os._exit(0)\necho(sock, 43)\nread_exact(sock, 8)\nos._exit(0)\n",
+            &["before it was told goodbye"][..],
+        ),
+    ] {
+        for transport in ["tcp", "local"] {
+            let s = Scratch::new(&format!("hostile-goodbye-{name}-{transport}"), MATRIX);
+            python_peer_matrix(&s, body, transport);
+            let (code, all) = run_bounded(&s, &["run", "--out", "out"].map(OsStr::new));
+            assert_eq!(code, Some(1), "{name} over {transport}: {all}");
+            assert!(
+                all.contains("FAIL") && expected.iter().any(|e| all.contains(e)),
+                "{name} over {transport}: {all}"
+            );
+        }
+    }
+    // The same peer that reads its goodbye passes: the check is not a false failure.
+    let s = Scratch::new("hostile-goodbye-good", MATRIX);
+    python_peer_matrix(
+        &s,
+        "sock = connect()\necho(sock, 43)\nread_exact(sock, 8)\nos._exit(0)\n",
+        "tcp, local",
+    );
+    let (code, all) = run_bounded(&s, &["run", "--out", "out"].map(OsStr::new));
+    assert_eq!(code, Some(0), "{all}");
+}
+
+/// Control characters from matrix.yaml (a peer's command word) reach the terminal
+/// escaped.
+#[test]
+fn control_characters_from_the_matrix_are_escaped_on_the_terminal() {
+    let s = Scratch::new(
+        "hostile-controls",
+        test_matrix!("- { name: echo, kind: echo, transports: [tcp], payloads: [200B], iterations: 10, warmup: 0, timeout: 1s, peer: { command: [\"./no\\e[31mpeer\\a\"] } }"),
+    );
+    let (code, all) = run_bounded(&s, &["run", "--out", "out"].map(OsStr::new));
+    assert_eq!(code, Some(1), "{all}");
+    assert!(all.contains("FAIL"), "{all}");
+    assert!(
+        !all.contains('\x1b') && !all.contains('\x07'),
+        "raw controls: {all:?}"
+    );
+    assert!(all.contains("\\u{1b}"), "{all}");
+}
