@@ -155,6 +155,9 @@ zig_env() {
         CC_* | CMAKE_TOOLCHAIN_FILE_* | CXX_* | RANLIB_*) export "${line?}" ;;
     esac
   done < <(PATH="$venv/bin:$PATH" CARGO="$venv/print-env" "$venv/bin/cargo-zigbuild" zigbuild "${targets[@]}")
+  # The `ar` and `lib` wrappers are cargo-zigbuild itself, which finds zig by these (the
+  # cc wrappers set them for themselves); else only a python3 on PATH with ziglang would do.
+  export CARGO_ZIGBUILD_ZIG_COMMAND="$venv/bin/python3" CARGO_ZIGBUILD_ZIG_COMMAND_ARGS="-m ziglang"
   # Recorded with each count (its C library is this zig's musl).
   IPC_MATRIX_ZIG="zig $("$venv/bin/python3" -m ziglang version)"
   export IPC_MATRIX_ZIG
