@@ -8,6 +8,36 @@ use ipc_matrix::reporting::legs_with_results;
 use ipc_matrix_spec::{Cell, RegressionPolicy, Spec};
 use std::path::{Path, PathBuf};
 
+/// The parser of a word argument (a profile, a leg, a filter): text, and one that is not
+/// UTF-8 is an error naming its flag and showing what was given (clap's own says only
+/// "invalid UTF-8 was detected in one or more arguments").
+#[derive(Clone)]
+pub struct Text;
+
+impl clap::builder::TypedValueParser for Text {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        value.to_str().map(str::to_owned).ok_or_else(|| {
+            let flag = arg
+                .and_then(|a| a.get_long())
+                .map_or_else(|| "an argument".to_string(), |long| format!("--{long}"));
+            cmd.clone().error(
+                clap::error::ErrorKind::InvalidUtf8,
+                format!(
+                    "{flag} {:?} is not UTF-8 text, which {flag} takes",
+                    value.to_string_lossy()
+                ),
+            )
+        })
+    }
+}
+
 /// Which stored results a command reads.
 #[derive(clap::Args)]
 pub struct StoredResults {
@@ -19,14 +49,14 @@ pub struct StoredResults {
     #[arg(skip)]
     pub matrix: PathBuf,
     /// The profile whose results are read.
-    #[arg(long, default_value = "quick")]
+    #[arg(long, default_value = "quick", value_parser = Text)]
     pub profile: String,
     /// Folder the results are in; default: <target dir>/ipc-matrix, the target dir being
     /// $CARGO_TARGET_DIR or target/ in the matrix file's folder.
     #[arg(long, value_name = "DIR")]
     pub results: Option<PathBuf>,
     /// Only this leg (`<triple>@<runner>`); repeatable; default: every leg with results.
-    #[arg(long, value_name = "LEG")]
+    #[arg(long, value_name = "LEG", value_parser = Text)]
     pub leg: Vec<String>,
     /// The matrix, once read: a file is read once per command.
     #[arg(skip)]
@@ -114,11 +144,11 @@ pub struct Selection {
     #[arg(skip)]
     pub matrix: PathBuf,
     /// Profile of matrix.yaml to expand (e.g. quick, full).
-    #[arg(long, default_value = "quick")]
+    #[arg(long, default_value = "quick", value_parser = Text)]
     pub profile: String,
     /// Keep cells whose id contains EXPR, or matches it when written /regex/; repeatable
     /// (a cell is kept if any filter matches).
-    #[arg(long, value_name = "EXPR")]
+    #[arg(long, value_name = "EXPR", value_parser = Text)]
     pub filter: Vec<String>,
     /// The matrix, once read: a file is read once per command.
     #[arg(skip)]

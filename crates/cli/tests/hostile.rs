@@ -92,6 +92,15 @@ fn no_command_panics_on_an_argument_that_is_not_utf8() {
         );
         assert!(!all.contains("panicked"), "{args:?}: {all}");
     }
+    // A word that must be text names its flag and what was given.
+    for flag in ["--filter", "--profile"] {
+        let (code, all) = run_bounded(&s, &[o("list"), o(flag), bad]);
+        assert_eq!(code, Some(2), "{all}");
+        assert!(
+            all.contains(&format!("{flag} \"x\u{fffd}\" is not UTF-8 text")),
+            "{flag}: {all}"
+        );
+    }
 }
 
 /// The matrix is a regular file: one given through a pipe or a FIFO is refused at once,
