@@ -15,7 +15,10 @@ use ipc_matrix_results::{
     CellResult, Environment, Failure, FailureKind, Outcome, Placement, Throughput,
     RESULT_SCHEMA_VERSION,
 };
-use ipc_matrix_spec::{available_memory, check_memory, Cell, ChannelKind, LogSink, LogWrite, Work};
+use ipc_matrix_spec::{
+    available_memory, check_memory, Cell, ChannelKind, LogSink, LogWrite, TransportKind, Work,
+};
+use ipc_matrix_transport::WakeMode;
 use std::sync::atomic::Ordering;
 use std::time::{Instant, SystemTime};
 
@@ -228,9 +231,14 @@ const STREAM_BUFFER: u64 = 64 * 1024;
 /// whenever the worker's queue is full), or a peer on a second host (the veth link's
 /// segments and acknowledgements arrive as the timing allows: two count passes of
 /// `req-rep-netns::tcp::256B` under aarch64 differed by 1.7 %, its 8192 B by 1.7 %
-/// between the runs of one baseline). Shared-memory waits, busy-poll included, are not
-/// counted at all (the transport pauses the count while it waits), so their cells gate:
-/// three count passes of `echo::shm-busy::200B` differed by 0.15 %.
+/// between the runs of one baseline), or iceoryx2 woken by its listener (what happens
+/// around the wait, outside the paused window, depends on whether the other side's
+/// notification is already there: under aarch64 `echo::iceoryx2-blocking::200B` read
+/// 5,209.95-5,210.00 instructions per round trip in five count passes here and 5,209.10
+/// and 5,209.35 in two in a second userland, up to 0.016 % apart, while the same cell
+/// busy-polling read the same to the last digit). Shared-memory waits, busy-poll
+/// included, are not counted at all (the transport pauses the count while it waits), so
+/// their cells gate: three count passes of `echo::shm-busy::200B` differed by 0.15 %.
 fn counts_depend_on_timing(cell: &Cell, options: &RunOptions, lost: u64) -> bool {
     let stream = cell
         .transport
@@ -247,4 +255,5 @@ fn counts_depend_on_timing(cell: &Cell, options: &RunOptions, lost: u64) -> bool
         || options.peer_delay_for(cell).is_some()
         || (stream && cell.payload_bytes >= STREAM_BUFFER)
         || !cell.host.is_loopback()
+        || (cell.transport == TransportKind::Iceoryx2 && cell.wake == Some(WakeMode::Blocking))
 }
