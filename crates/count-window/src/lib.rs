@@ -299,13 +299,14 @@ pub fn open_regular_file(path: &Path) -> std::io::Result<std::fs::File> {
     if !kind.is_file() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
-            format!("not a regular file ({}); refused", describe_kind(kind)),
+            format!("not a regular file ({}); refused", describe_file_kind(kind)),
         ));
     }
     Ok(file)
 }
 
-fn describe_kind(kind: std::fs::FileType) -> &'static str {
+/// What a file that is not a regular one is, in words: `a FIFO`, `a socket`, `a device`.
+pub fn describe_file_kind(kind: std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if kind.is_fifo() {
         "a FIFO"

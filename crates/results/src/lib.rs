@@ -22,7 +22,7 @@ pub use schema::{
     BELOW_FLOOR, MAX_RESULT_FILE_BYTES, MAX_SAMPLES_KEPT, RESULT_SCHEMA_VERSION,
 };
 pub use store::{
-    cell_file_name, open_regular, read_bounded, read_results, read_run,
+    cell_file_name, describe_file_kind, open_regular, read_bounded, read_results, read_run,
     remove_stale_temporary_files, run_dir, run_id, write_all_or_none, write_atomically,
     write_result, RunResults, NEXTEST_RUN_ID_ENV,
 };

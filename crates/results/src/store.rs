@@ -337,6 +337,8 @@ pub fn read_bounded(path: &Path, bound: u64, what: &str) -> io::Result<Vec<u8>> 
     Ok(bytes)
 }
 
+/// What a file that is not a regular one is, in words (`a FIFO`), as [`open_regular`] says.
+pub use ipc_matrix_count_window::describe_file_kind;
 /// Opens `path` for reading if it is a regular file; a FIFO, socket or device is refused
 /// before a byte is read (the same check as the count files').
 pub use ipc_matrix_count_window::open_regular_file as open_regular;

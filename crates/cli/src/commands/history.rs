@@ -44,7 +44,7 @@ pub fn run(paths: &[PathBuf], out: &Path, legs: &[String]) -> Result<u8> {
             bail!(
                 "{}: {}, not a results.json or a folder of them",
                 path.display(),
-                describe_kind(kind)
+                ipc_matrix_results::describe_file_kind(kind)
             );
         }
     }
@@ -154,19 +154,6 @@ enum Read {
 #[derive(serde::Deserialize)]
 struct Schema {
     schema_version: u32,
-}
-
-fn describe_kind(kind: std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_char_device() || kind.is_block_device() {
-        "a device"
-    } else {
-        "not a file"
-    }
 }
 
 fn read_report(file: &Path) -> Result<Read> {
