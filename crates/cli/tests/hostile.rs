@@ -229,7 +229,8 @@ def echo(sock, replies):
 
 /// The goodbye is verified: a peer that answers every round trip but exits without
 /// reading its goodbye fails, and so does one whose started process left the serving to
-/// a child it forked and exited at once.
+/// a child it forked, whether it exited at once or waits for that child (in its process
+/// group or not).
 #[test]
 fn the_goodbye_is_read_by_the_process_the_cell_started() {
     for (name, body, expected) in [
@@ -243,6 +244,19 @@ fn the_goodbye_is_read_by_the_process_the_cell_started() {
             "forks",
             "sock = connect()\nif os.fork() > 0:\n    os._exit(0)\necho(sock, 43)\nread_exact(sock, 8)\nos._exit(0)\n",
             &["before it was told goodbye"][..],
+        ),
+        (
+            // The started process stays alive, waiting, while a child it forked does
+            // all of the serving and reads the goodbye.
+            "forks-and-waits",
+            "sock = connect()\nchild = os.fork()\nif child > 0:\n    os.waitpid(child, 0)\n    os._exit(0)\necho(sock, 43)\nread_exact(sock, 8)\nos._exit(0)\n",
+            &["ran at the goodbye"][..],
+        ),
+        (
+            // The same, with the child in a session of its own (out of the group).
+            "forks-setsid",
+            "sock = connect()\nchild = os.fork()\nif child > 0:\n    os.waitpid(child, 0)\n    os._exit(0)\nos.setsid()\necho(sock, 43)\nread_exact(sock, 8)\nos._exit(0)\n",
+            &["ran at the goodbye"][..],
         ),
     ] {
         for transport in ["tcp", "local"] {

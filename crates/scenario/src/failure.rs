@@ -2,7 +2,7 @@
 //! became of the peer (its exit status and stderr).
 
 use crate::spawn::{describe, PeerProcess, GOODBYE_WITHIN};
-use ipc_matrix_results::{Failure, FailureKind};
+use ipc_matrix_results::{printable, Failure, FailureKind};
 use ipc_matrix_spec::{Cell, ChannelKind};
 use ipc_matrix_transport::TransportError;
 use std::time::{Duration, Instant};
@@ -87,23 +87,59 @@ pub(crate) fn transport_failure_kind(e: &TransportError) -> FailureKind {
     }
 }
 
-/// Before its goodbye, the process the cell started must still run: one that exited
-/// already was never told goodbye, so the replies came from something else (a process it
-/// left behind, in its group or not) or it stopped on its own after the last one. Either
-/// way the cell did not measure the peer it started, to the end.
-pub(crate) fn expect_running_before_goodbye(peer: &mut PeerProcess) -> Result<(), Failure> {
-    match peer.exited() {
-        None => Ok(()),
-        Some(status) => Err(Failure {
-            kind: FailureKind::Shutdown,
-            round_trip: None,
-            reason: format!(
-                "the process the cell started had exited ({}) before it was told goodbye: a peer must serve until the goodbye and exit after it, and every reply must come from the process the cell started, not one it left behind{}",
-                describe(status),
-                peer_epilogue(peer)
-            ),
-        }),
+/// The peer of a cell that starts one, as [`expect_running_before_goodbye`] names it.
+pub(crate) const STARTED: &str = "the process the cell started";
+
+/// Before its goodbye, the process the cell started (`who`: "the process the cell
+/// started", "peer 2, a process the cell started") must
+/// still run, and be alone: one that exited already was never told goodbye, so the
+/// replies came from something else (a process it left behind, in its group or not) or
+/// it stopped on its own after the last one; and beside another process of its own (its
+/// group, its descendants) the replies may have come from that one. Either way the cell
+/// did not measure the peer it started, to the end.
+pub(crate) fn expect_running_before_goodbye(
+    peer: &mut PeerProcess,
+    who: &str,
+) -> Result<(), Failure> {
+    let shutdown = |reason: String| Failure {
+        kind: FailureKind::Shutdown,
+        round_trip: None,
+        reason,
+    };
+    if let Some(status) = peer.exited() {
+        return Err(shutdown(format!(
+            "{who} had exited ({}) before it was told goodbye: a peer must serve until the goodbye and exit after it, and every reply must come from the process the cell started, not one it left behind{}",
+            describe(status),
+            peer_epilogue(peer)
+        )));
     }
+    let others = match peer.others_of_its_own() {
+        Ok(others) => others,
+        Err(e) => {
+            return Err(shutdown(format!(
+                "cannot tell which processes could have replied besides {who} (/proc: {e}){}",
+                peer_epilogue(peer)
+            )))
+        }
+    };
+    if others.is_empty() {
+        return Ok(());
+    }
+    let named: Vec<String> = others
+        .iter()
+        .take(5)
+        .map(|p| format!("{} ({})", p.pid, printable(&p.name)))
+        .collect();
+    let more = match others.len() > named.len() {
+        true => format!(" and {} more", others.len() - named.len()),
+        false => String::new(),
+    };
+    Err(shutdown(format!(
+        "besides {who} (pid {}), process {}{more} of its own (in its process group or started by it) ran at the goodbye, so the replies may not have come from the process started: a peer serves in the process the cell starts (a wrapper must `exec` it){}",
+        peer.pid(),
+        named.join(", "),
+        peer_epilogue(peer)
+    )))
 }
 
 /// After its goodbye was `said` (or not), the peer must exit cleanly by `deadline`

@@ -210,6 +210,32 @@ impl PeerProcess {
         self.status
     }
 
+    /// The live processes besides the started one that are its own: in its process
+    /// group, or descended from it (a child that left the group with `setsid` keeps its
+    /// parent), or descended from those. Any of them may have sent a reply, so the cell
+    /// cannot say its replies came from the process it started. `Err` when /proc cannot
+    /// be read.
+    pub fn others_of_its_own(&self) -> io::Result<Vec<ipc_matrix_transport::ProcessEntry>> {
+        let started = self.child.id();
+        let table = ipc_matrix_transport::process_table()?;
+        let mut own: Vec<u32> = vec![started];
+        let mut others = Vec::new();
+        // To a fixed point: a grandchild is found once its parent is.
+        loop {
+            let before = others.len();
+            for process in &table {
+                let belongs = process.group == started || own.contains(&process.parent);
+                if belongs && !own.contains(&process.pid) {
+                    own.push(process.pid);
+                    others.push(process.clone());
+                }
+            }
+            if others.len() == before {
+                return Ok(others);
+            }
+        }
+    }
+
     /// Waits for the peer to exit on its own until `deadline`.
     pub fn wait_until(&mut self, deadline: Instant) -> Option<ExitStatus> {
         loop {

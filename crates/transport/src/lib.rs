@@ -38,8 +38,8 @@ pub use contract::{Acceptor, Channel};
 pub use error::TransportError;
 pub use ipc_matrix_spec::{ChannelKind, WakeMode};
 pub use platform::{
-    allowed_cpus, die_with_parent, futex_wait, futex_wake, process_alive, set_thread_cpus,
-    thread_states, FutexWake,
+    allowed_cpus, die_with_parent, futex_wait, futex_wake, process_alive, process_table,
+    set_thread_cpus, thread_states, FutexWake, ProcessEntry,
 };
 pub use shm::{SHM_CHUNK, SHM_RING_SLOTS};
 pub use sweep::{remove_stale_artifacts, remove_stale_artifacts_in, Removed};

@@ -105,6 +105,58 @@ pub fn thread_states(pid: u32) -> std::io::Result<Vec<Option<char>>> {
     Ok(states)
 }
 
+/// One live process as /proc/<pid>/stat tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessEntry {
+    pub pid: u32,
+    pub parent: u32,
+    pub group: u32,
+    /// Its command name (at most 15 bytes, as the kernel keeps it).
+    pub name: String,
+}
+
+/// Every process that runs (zombies left out: they answer nothing), in no particular
+/// order. A process that exits while the table is read is left out.
+pub fn process_table() -> std::io::Result<Vec<ProcessEntry>> {
+    let mut table = Vec::new();
+    for entry in std::fs::read_dir("/proc")? {
+        let entry = entry?;
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        if let Some(process) = parse_stat(pid, &stat) {
+            table.push(process);
+        }
+    }
+    Ok(table)
+}
+
+/// `pid (name) state parent group ...`, or `None` for a zombie or a line of another shape.
+fn parse_stat(pid: u32, stat: &str) -> Option<ProcessEntry> {
+    let (head, rest) = stat.rsplit_once(')')?;
+    let name = head.split_once('(')?.1.to_string();
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    if state == 'Z' || state == 'X' {
+        return None;
+    }
+    let parent = fields.next()?.parse().ok()?;
+    let group = fields.next()?.parse().ok()?;
+    Some(ProcessEntry {
+        pid,
+        parent,
+        group,
+        name,
+    })
+}
+
 /// The state letter of a /proc stat line: the first field after the command name, which
 /// is in parentheses and may hold anything (parentheses too).
 fn state_letter(stat: &str) -> Option<char> {
@@ -176,6 +228,31 @@ mod tests {
     use super::*;
 
     /// Every thread of a process is read, each with its own state.
+    #[test]
+    fn the_process_table_holds_this_process_and_its_child_with_their_relations() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let table = process_table().unwrap();
+        let me = std::process::id();
+        let ours = table.iter().find(|p| p.pid == me).expect("this process");
+        let theirs = table
+            .iter()
+            .find(|p| p.pid == child.id())
+            .expect("the child");
+        assert_eq!(theirs.parent, me);
+        assert_eq!(theirs.group, ours.group);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // Reaped: gone from the table; and a zombie never appears in it.
+        assert!(!process_table().unwrap().iter().any(|p| p.pid == child.id()));
+        let zombie = "7 (a b) c) Z 1 7 7 0";
+        assert_eq!(parse_stat(7, zombie), None);
+        let odd = parse_stat(7, "7 (a b) c) S 1 9 7 0").unwrap();
+        assert_eq!((odd.name.as_str(), odd.parent, odd.group), ("a b) c", 1, 9));
+    }
+
     #[test]
     fn thread_states_reads_every_thread_of_a_process() {
         // Three threads that wait until the states are read: at `read` to start, at `done`

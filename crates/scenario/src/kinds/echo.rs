@@ -7,7 +7,7 @@ use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
 use crate::failure::{
     channel_of, expect_clean_exit, expect_running_before_goodbye, peer_epilogue, setup_failure,
-    transport_failure_kind,
+    transport_failure_kind, STARTED,
 };
 use crate::peer::{before_reply, PeerConfig};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
@@ -151,7 +151,7 @@ impl Endpoint for ChannelEndpoint {
     /// An empty message says goodbye; the peer exits cleanly, and nothing follows (a
     /// reply to the goodbye, or a second reply to an earlier request).
     fn goodbye(&mut self) -> Result<(), Failure> {
-        expect_running_before_goodbye(&mut self.peer)?;
+        expect_running_before_goodbye(&mut self.peer, STARTED)?;
         let deadline = Instant::now() + GOODBYE_WITHIN;
         let said = self
             .channel

@@ -15,7 +15,9 @@
 use crate::codec_work::FRAME_SLACK;
 use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
-use crate::failure::{channel_of, peer_epilogue, setup_failure, transport_failure_kind};
+use crate::failure::{
+    channel_of, expect_running_before_goodbye, peer_epilogue, setup_failure, transport_failure_kind,
+};
 use crate::peer::{monotonic_ns, PeerConfig, ACK_BYTES};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_codec::{Codec, FrameCodec, SensorFrame};
@@ -153,17 +155,10 @@ fn transport_failure(
 fn goodbye(linked: &mut [Linked]) -> Result<(), Failure> {
     let deadline = Instant::now() + GOODBYE_WITHIN;
     for (k, link) in linked.iter_mut().enumerate() {
-        if let Some(status) = link.peer.exited() {
-            let epilogue = peer_epilogue(&mut link.peer);
-            return Err(Failure {
-                kind: FailureKind::Shutdown,
-                round_trip: None,
-                reason: format!(
-                    "peer {k} had exited ({}) before it was told goodbye{epilogue}",
-                    crate::spawn::describe(status)
-                ),
-            });
-        }
+        expect_running_before_goodbye(
+            &mut link.peer,
+            &format!("peer {k}, a process the cell started"),
+        )?;
         let sent = link.channel.send(&[], deadline);
         let status = link.peer.wait_until(deadline);
         if sent.is_err() || !status.is_some_and(|s| s.success()) {

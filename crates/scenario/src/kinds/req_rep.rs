@@ -6,7 +6,7 @@
 
 use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
-use crate::failure::{expect_clean_exit, expect_running_before_goodbye, setup_failure};
+use crate::failure::{expect_clean_exit, expect_running_before_goodbye, setup_failure, STARTED};
 use crate::fault::Fault;
 use crate::peer::{before_reply, PeerConfig};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
@@ -177,7 +177,7 @@ impl Endpoint for ZmqEndpoint {
 
     /// An empty request says goodbye; the peer echoes it and exits.
     fn goodbye(&mut self) -> Result<(), Failure> {
-        expect_running_before_goodbye(&mut self.peer)?;
+        expect_running_before_goodbye(&mut self.peer, STARTED)?;
         let deadline = Instant::now() + GOODBYE_WITHIN;
         let (socket, peer) = (&self.socket, &mut self.peer);
         let said = wait_for(socket, zmq::POLLOUT, deadline, peer)

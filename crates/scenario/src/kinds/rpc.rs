@@ -7,7 +7,7 @@
 use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
 use crate::failure::{
-    expect_clean_exit, expect_running_before_goodbye, peer_epilogue, setup_failure,
+    expect_clean_exit, expect_running_before_goodbye, peer_epilogue, setup_failure, STARTED,
 };
 use crate::fault::Fault;
 use crate::peer::{extra_work, spin_for, PeerConfig};
@@ -270,7 +270,7 @@ impl Endpoint for RpcEndpoint {
 
     /// Goodbye: disconnect; the peer's RPC system ends and the peer exits.
     fn goodbye(&mut self) -> Result<(), Failure> {
-        expect_running_before_goodbye(&mut self.connected.peer)?;
+        expect_running_before_goodbye(&mut self.connected.peer, STARTED)?;
         let deadline = Instant::now() + GOODBYE_WITHIN;
         self.response = None;
         self.connected.client = None;
