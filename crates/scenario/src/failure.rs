@@ -83,7 +83,9 @@ pub(crate) fn transport_failure_kind(e: &TransportError) -> FailureKind {
         | TransportError::Reset
         | TransportError::PeerGone(_)
         | TransportError::Io { .. } => FailureKind::PeerGone,
-        TransportError::TooLarge { .. } | TransportError::Corrupt(_) => FailureKind::Protocol,
+        TransportError::TooLarge { .. } | TransportError::Corrupt(_) | TransportError::Loan(_) => {
+            FailureKind::Protocol
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! The contract every transport keeps: [`Channel`], whole messages, each send and receive
-//! bounded by a deadline, and [`Acceptor`], the measuring side's half before the peer
-//! has connected.
+//! bounded by a deadline; [`Loans`], the loaned (zero-copy) path of a transport that has
+//! one; and [`Acceptor`], the measuring side's half before the peer has connected.
 
 use crate::address::PeerAddress;
 use crate::error::TransportError;
@@ -78,6 +78,53 @@ pub trait Channel: Send {
     fn chunk_size(&self) -> Option<usize> {
         None
     }
+
+    /// The loaned path ([`Loans`]), when this transport has one: shared memory and
+    /// iceoryx2 do. `None` (the default): only the copying path above.
+    fn loans(&mut self) -> Option<&mut dyn Loans> {
+        None
+    }
+}
+
+/// The loaned (zero-copy) path of a transport that has one ([`Channel::loans`]): a
+/// message is written straight into the transport's own memory and read where it lies,
+/// with no copy in from the caller's buffer and none out into it.
+///
+/// Sending is loan, fill, commit: [`Loans::loan`] lends room for one message, which the
+/// caller fills (every byte: the room holds what it held before, never memory that was
+/// not written) and [`Loans::commit`] sends. Receiving is borrow, compare, release:
+/// [`Loans::borrow`] lends the next message where it lies until [`Loans::release`]. One
+/// loan and one borrowed message at a time, each way; either may be open while the other
+/// is (a loan taken ahead of the wait for a reply). A message on the loaned path is at
+/// most [`Loans::max_loan`] bytes; both paths carry the same messages, so a loaned send
+/// is received by either path on the other side, and so is a copied one.
+pub trait Loans {
+    /// The longest message a loan or a borrow holds: one shared-memory slot, one sample.
+    fn max_loan(&self) -> usize;
+
+    /// Lends room for a message of `len` bytes (at most [`Loans::max_loan`]) in the
+    /// transport's memory, waiting by `deadline` for the room to be free. Fails when a
+    /// loan is already open.
+    fn loan(&mut self, len: usize, deadline: Instant) -> Result<&mut [u8], TransportError>;
+
+    /// Sends the open loan as filled, by `deadline`. Fails when no loan is open. The
+    /// goodbye (an empty message) is a loan of 0 bytes, committed.
+    fn commit(&mut self, deadline: Instant) -> Result<(), TransportError>;
+
+    /// Lends the next message where it lies, waiting by `deadline`; one longer than
+    /// `limit` is refused as by [`Channel::recv`]. Fails when a message is already
+    /// borrowed, or when the next one is longer than a loan (a peer that sent it on the
+    /// copying path): the loaned path takes only what it can lend whole.
+    fn borrow(&mut self, limit: usize, deadline: Instant) -> Result<&[u8], TransportError>;
+
+    /// Gives the borrowed message back to the transport; nothing when none is borrowed.
+    fn release(&mut self);
+
+    /// The peer's side of a loaned round trip: borrows the next message, writes it into
+    /// a loan of the same length (or forwards it, where the transport can), commits and
+    /// releases, all by `deadline`; returns its length. The goodbye is borrowed and not
+    /// sent back: `Ok(0)`.
+    fn echo_loaned(&mut self, limit: usize, deadline: Instant) -> Result<usize, TransportError>;
 }
 
 /// The measuring side's half of a channel before the peer has connected.

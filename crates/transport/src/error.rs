@@ -17,6 +17,10 @@ pub enum TransportError {
     TooLarge { announced: u64, limit: usize },
     #[error("corrupt frame: {0}")]
     Corrupt(String),
+    /// The loaned path cannot do what was asked: a loan while one is open, a commit with
+    /// none, a message longer than a loan holds.
+    #[error("on the loaned path: {0}")]
+    Loan(String),
     #[error("{context}: {source}")]
     Io {
         context: &'static str,

@@ -7,7 +7,9 @@
 //! pending. Publish-subscribe maps one to one: a send loans a chunk of the sender's
 //! segment (`loan_slice_uninit`), copies the caller's bytes into it once
 //! (`write_from_slice`) and publishes its offset; a receive copies the chunk once into the
-//! caller's buffer and returns it. No other copy is made.
+//! caller's buffer and returns it. No other copy is made. The loaned path ([`Loans`])
+//! makes neither: the caller fills the loaned sample and compares the received one in
+//! place, and the peer's loaned echo writes the request's sample into the reply's loan.
 //!
 //! - **Flow control.** Safe overflow is off (the default overwrites the oldest message),
 //!   every segment is allocated once, sized for the largest message (`Static`), and a full
@@ -41,7 +43,7 @@ pub(crate) mod sweep;
 
 use crate::address::PeerAddress;
 use crate::artifact::{LifeLock, PrivateDir, SHM_DIR};
-use crate::contract::{Acceptor, Channel};
+use crate::contract::{Acceptor, Channel, Loans};
 use crate::error::TransportError;
 use crate::platform::{current_pid, ensure_alive, process_alive};
 use crate::wait::{keep_spinning, remaining, LivenessChecks, LIVENESS_PERIOD};
@@ -54,9 +56,13 @@ use iceoryx2::port::{BackpressureAction, BackpressureInfo, LoanError, SendError}
 use iceoryx2::prelude::{
     AllocationStrategy, BackpressureStrategy, Node, PayloadHeader, PortFactory, ServiceName,
 };
+use iceoryx2::sample::Sample;
+use iceoryx2::sample_mut::SampleMut;
+use iceoryx2::sample_mut_uninit::SampleMutUninit;
 use iceoryx2::service::port_factory::event::PortFactory as EventService;
 use iceoryx2::service::port_factory::publish_subscribe::PortFactory as PubSubService;
 use ipc_matrix_spec::WakeMode;
+use std::mem::MaybeUninit;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -417,6 +423,8 @@ impl Acceptor for Iceoryx2Acceptor {
             watch,
         } = *self;
         Ok(Box::new(Iceoryx2Channel {
+            loaned: None,
+            borrowed: None,
             ends,
             _run: Some(run),
             wake,
@@ -481,6 +489,8 @@ pub fn connect(
     let watch = SendWatch::new(owner);
     let ends = ports(node, (tx, rx), wake_services, max_message, &watch)?;
     Ok(Iceoryx2Channel {
+        loaned: None,
+        borrowed: None,
         ends,
         _run: None,
         wake,
@@ -491,6 +501,10 @@ pub fn connect(
 }
 
 pub struct Iceoryx2Channel {
+    /// The loaned path ([`Loans`]): the open loan, and the borrowed sample. Declared
+    /// first: given back before the ports go.
+    loaned: Option<SampleMut<S, [u8], ()>>,
+    borrowed: Option<Sample<S, [u8], ()>>,
     ends: Ends,
     /// The measuring side's files; declared after `ends`, so removed after them.
     _run: Option<RunFiles>,
@@ -530,6 +544,19 @@ impl Iceoryx2Channel {
         limit: usize,
         deadline: Instant,
     ) -> Result<(), TransportError> {
+        let sample = self.next_sample(limit, deadline)?;
+        buf.clear();
+        buf.extend_from_slice(sample.payload());
+        Ok(())
+    }
+
+    /// Waits for the next sample, whose length is checked (within `limit` and what the
+    /// other side's publisher may loan) before its payload is read.
+    fn next_sample(
+        &self,
+        limit: usize,
+        deadline: Instant,
+    ) -> Result<Sample<S, [u8], ()>, TransportError> {
         let sample = {
             // Instructions spent waiting depend on how long the other side takes: never
             // counted, and paused on every call, ready or not, as shm.rs does.
@@ -586,10 +613,64 @@ impl Iceoryx2Channel {
         if announced > limit as u64 {
             return Err(TransportError::TooLarge { announced, limit });
         }
-        let payload = sample.payload();
-        buf.clear();
-        buf.extend_from_slice(payload);
-        Ok(())
+        Ok(sample)
+    }
+
+    /// Loans a sample of `len` bytes from this side's publisher.
+    fn loan_sample(
+        &self,
+        len: usize,
+    ) -> Result<SampleMutUninit<S, [MaybeUninit<u8>], ()>, TransportError> {
+        match self.ends.publisher.loan_slice_uninit(len) {
+            Ok(sample) => Ok(sample),
+            Err(LoanError::ExceedsMaxLoanSize) => Err(TransportError::Io {
+                context: "loaning an iceoryx2 sample",
+                source: std::io::Error::other(format!(
+                    "a {len}-byte message is larger than the {} bytes this channel's \
+                     publisher was made for",
+                    self.max_incoming
+                )),
+            }),
+            Err(LoanError::ExceedsMaxLoans) => Err(TransportError::Loan(
+                "a loan is already open: commit it before sending again".into(),
+            )),
+            Err(e) => Err(self.failed_send("loaning an iceoryx2 sample", format!("{e:?}"))),
+        }
+    }
+
+    /// Sends a filled sample (`send` of a sample, after `self.watch.begin`): `Ok(true)`
+    /// once delivered and the other side woken, `Ok(false)` when it was delivered to no
+    /// one while the other side's subscriber exists (it has not yet attached to this
+    /// publisher's queue, and the queue is full: iceoryx2 does not wait for that).
+    fn deliver(&self, sample: SampleMut<S, [u8], ()>) -> Result<bool, TransportError> {
+        match sample.send() {
+            Ok(0) => {
+                let _waiting = ipc_matrix_count_window::pause();
+                if self.ends.tx.dynamic_config().number_of_subscribers() == 0 {
+                    ensure_alive(self.other_pid, "before the message was delivered")?;
+                    return Err(TransportError::Closed);
+                }
+                Ok(false)
+            }
+            Ok(_) => {
+                if let Some((notifier, _)) = &self.ends.wake {
+                    if let Err(e) = notifier.notify() {
+                        return Err(self.failed_send("waking the other side", format!("{e:?}")));
+                    }
+                }
+                Ok(true)
+            }
+            Err(SendError::UnableToDeliver) => match self.watch.gave_up.load(Ordering::Relaxed) {
+                GAVE_UP_GONE => Err(TransportError::PeerGone(format!(
+                    "process {} exited while its queue was full",
+                    self.other_pid
+                ))),
+                _ => Err(TransportError::Timeout {
+                    what: "room in the other side's queue (it does not read)",
+                }),
+            },
+            Err(e) => Err(self.failed_send("sending an iceoryx2 sample", format!("{e:?}"))),
+        }
     }
 }
 
@@ -598,69 +679,23 @@ impl Channel for Iceoryx2Channel {
         self.watch.begin(deadline);
         let mut liveness = LivenessChecks::default();
         loop {
-            let sample = match self.ends.publisher.loan_slice_uninit(message.len()) {
-                Ok(sample) => sample,
-                Err(LoanError::ExceedsMaxLoanSize) => {
-                    return Err(TransportError::Io {
-                        context: "loaning an iceoryx2 sample",
-                        source: std::io::Error::other(format!(
-                            "a {}-byte message is larger than the {} bytes this channel's \
-                             publisher was made for",
-                            message.len(),
-                            self.max_incoming
-                        )),
-                    })
-                }
-                Err(e) => {
-                    return Err(self.failed_send("loaning an iceoryx2 sample", format!("{e:?}")))
-                }
-            };
             // The one copy: the caller's bytes into the loaned chunk.
-            let sample = sample.write_from_slice(message);
-            match sample.send() {
-                Ok(0) => {
-                    // Delivered to no one: the other side's subscriber is gone, or it has
-                    // not yet attached to this publisher's queue (it does when it next
-                    // receives) and the queue is full, which iceoryx2 does not wait for.
-                    // The message is sent again until it is taken or the deadline passes.
-                    let _waiting = ipc_matrix_count_window::pause();
-                    if self.ends.tx.dynamic_config().number_of_subscribers() == 0 {
-                        ensure_alive(self.other_pid, "before the message was delivered")?;
-                        return Err(TransportError::Closed);
-                    }
-                    let now = Instant::now();
-                    remaining(
-                        deadline,
-                        "room in the other side's queue (it does not read)",
-                    )?;
-                    if liveness.due(now) {
-                        ensure_alive(self.other_pid, "before the message was delivered")?;
-                    }
-                    std::thread::sleep(Duration::from_micros(50));
-                }
-                Ok(_) => {
-                    if let Some((notifier, _)) = &self.ends.wake {
-                        if let Err(e) = notifier.notify() {
-                            return Err(self.failed_send("waking the other side", format!("{e:?}")));
-                        }
-                    }
-                    return Ok(());
-                }
-                Err(SendError::UnableToDeliver) => {
-                    return match self.watch.gave_up.load(Ordering::Relaxed) {
-                        GAVE_UP_GONE => Err(TransportError::PeerGone(format!(
-                            "process {} exited while its queue was full",
-                            self.other_pid
-                        ))),
-                        _ => Err(TransportError::Timeout {
-                            what: "room in the other side's queue (it does not read)",
-                        }),
-                    }
-                }
-                Err(e) => {
-                    return Err(self.failed_send("sending an iceoryx2 sample", format!("{e:?}")))
-                }
+            let sample = self.loan_sample(message.len())?.write_from_slice(message);
+            if self.deliver(sample)? {
+                return Ok(());
             }
+            // Delivered to no one (see `deliver`): sent again until it is taken or the
+            // deadline passes.
+            let _waiting = ipc_matrix_count_window::pause();
+            let now = Instant::now();
+            remaining(
+                deadline,
+                "room in the other side's queue (it does not read)",
+            )?;
+            if liveness.due(now) {
+                ensure_alive(self.other_pid, "before the message was delivered")?;
+            }
+            std::thread::sleep(Duration::from_micros(50));
         }
     }
 
@@ -670,7 +705,83 @@ impl Channel for Iceoryx2Channel {
         limit: usize,
         deadline: Instant,
     ) -> Result<(), TransportError> {
+        if self.borrowed.is_some() {
+            return Err(TransportError::Loan(
+                "a message is borrowed: release it before receiving again".into(),
+            ));
+        }
         self.take(buf, limit, deadline)
+    }
+
+    fn loans(&mut self) -> Option<&mut dyn Loans> {
+        Some(self)
+    }
+}
+
+impl Loans for Iceoryx2Channel {
+    fn max_loan(&self) -> usize {
+        self.max_incoming
+    }
+
+    fn loan(&mut self, len: usize, _deadline: Instant) -> Result<&mut [u8], TransportError> {
+        if self.loaned.is_some() {
+            return Err(TransportError::Loan("a loan is already open".into()));
+        }
+        if len > self.max_incoming {
+            return Err(TransportError::Loan(format!(
+                "a {len}-byte message is longer than a loan holds ({} bytes, one sample)",
+                self.max_incoming
+            )));
+        }
+        let sample = self.loan_sample(len)?;
+        // SAFETY: the chunk lies in a data segment mapped from shared memory, whose pages
+        // the kernel zeroed when it was made and which only ever holds bytes written
+        // through it: every byte is initialized, with what the chunk held before, until
+        // the caller fills it. iceoryx2's own benchmark sends such loans unwritten.
+        let sample = unsafe { sample.assume_init() };
+        Ok(self.loaned.insert(sample).payload_mut())
+    }
+
+    fn commit(&mut self, deadline: Instant) -> Result<(), TransportError> {
+        let sample = self
+            .loaned
+            .take()
+            .ok_or_else(|| TransportError::Loan("no loan is open to commit".into()))?;
+        self.watch.begin(deadline);
+        match self.deliver(sample)? {
+            true => Ok(()),
+            false => Err(TransportError::Loan(
+                "the sample was delivered to no one (the other side's subscriber had not attached to this publisher's full queue), and a loan is sent once".into(),
+            )),
+        }
+    }
+
+    fn borrow(&mut self, limit: usize, deadline: Instant) -> Result<&[u8], TransportError> {
+        if self.borrowed.is_some() {
+            return Err(TransportError::Loan("a message is already borrowed".into()));
+        }
+        let sample = self.next_sample(limit, deadline)?;
+        Ok(self.borrowed.insert(sample).payload())
+    }
+
+    fn release(&mut self) {
+        self.borrowed = None;
+    }
+
+    /// The request's sample is written straight into the reply's loan: one copy, where
+    /// the copying echo makes two (out of the sample, into the loan).
+    fn echo_loaned(&mut self, limit: usize, deadline: Instant) -> Result<usize, TransportError> {
+        if self.borrowed.is_some() {
+            return Err(TransportError::Loan(
+                "a message is borrowed: release it before echoing".into(),
+            ));
+        }
+        let request = self.next_sample(limit, deadline)?;
+        let len = request.payload().len();
+        if len > 0 {
+            self.send(request.payload(), deadline)?;
+        }
+        Ok(len)
     }
 }
 

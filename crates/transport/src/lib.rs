@@ -34,7 +34,7 @@ mod wait;
 
 pub use address::{PeerAddress, SocketEndpoint, SocketKind};
 pub use artifact::{unnamed_file, PrivateDir, ARTIFACT_PREFIX};
-pub use contract::{Acceptor, Channel};
+pub use contract::{Acceptor, Channel, Loans};
 pub use error::TransportError;
 pub use ipc_matrix_spec::{ChannelKind, WakeMode};
 pub use platform::{

@@ -14,12 +14,14 @@
 //! takes reply chunks as they come between the request chunks it sends.
 //!
 //! Memory the other process writes is only touched through raw pointers and atomics, never
-//! through `&[u8]`. The segment is unlinked as soon as the peer has mapped it, so nothing
+//! through `&[u8]`, on the copying path; the loaned path (`loans.rs`) lends slots as
+//! slices, trusting the other process as iceoryx2 does. The segment is unlinked as soon as the peer has mapped it, so nothing
 //! remains in /dev/shm even if both processes are killed later.
 
 mod attach;
 mod channel;
 mod layout;
+mod loans;
 pub(crate) mod sweep;
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,7 @@
 //! pipeline of `exchange` and `echo`, and waiting (spinning or a futex) for the other side.
 
 use super::layout::*;
-use crate::contract::Channel;
+use crate::contract::{Channel, Loans};
 use crate::error::TransportError;
 use crate::platform::{ensure_alive, futex_wait, futex_wake};
 use crate::wait::{keep_spinning, remaining, LivenessChecks, LIVENESS_PERIOD};
@@ -29,6 +29,10 @@ pub struct ShmChannel {
     /// of a 300 ns busy-poll round trip on a 2-vCPU AMD VM).
     pub(super) tx_head: u32,
     pub(super) rx_tail: u32,
+    /// The loaned path ([`crate::Loans`], `loans.rs`): the length of the open loan, whose
+    /// room is the slot at `tx_head`; whether the message at `rx_tail` is borrowed.
+    pub(super) loaned: Option<usize>,
+    pub(super) borrowed: bool,
 }
 
 // SAFETY: the mapping belongs to the process, not a thread; the channel is used by one
@@ -57,6 +61,8 @@ impl ShmChannel {
             tail_seen: 0,
             tx_head: 0,
             rx_tail: 0,
+            loaned: None,
+            borrowed: false,
         };
         // Wherever the segment's creator left the rings.
         let count =
@@ -284,15 +290,25 @@ impl ShmChannel {
             more,
         };
         let slot = self.slot(self.tx, *head);
-        // SAFETY: the slot is ours until head is published; it has room for the header
-        // and slot_size bytes; `chunk` <= slot_size and the source is valid and apart
-        // (the caller's word). The header is for a consumer that has fallen behind (the
-        // counter then tells a later chunk's length) and for the length of a message of
-        // several chunks.
+        // SAFETY: the slot is ours until head is published; it has room for slot_size
+        // bytes after its header; `chunk` <= slot_size and the source is valid and apart
+        // (the caller's word).
+        unsafe { std::ptr::copy_nonoverlapping(bytes, slot.add(SLOT_HEADER), chunk) };
+        self.publish_slot(published, message_len, head);
+    }
+
+    /// Writes the header of the slot at `head`, whose bytes are in place, and publishes
+    /// it (`published`, the count past `head`), advancing `head`. The header is for a
+    /// consumer that has fallen behind (the counter then tells a later chunk's length)
+    /// and for the length of a message of several chunks.
+    #[inline]
+    pub(super) fn publish_slot(&self, published: Published, message_len: usize, head: &mut u32) {
+        let slot = self.slot(self.tx, *head);
+        // SAFETY: the slot is ours until head is published; its 16-byte header holds an
+        // aligned u32 at its start and an aligned u64 at byte 8.
         unsafe {
             slot.cast::<u32>().write(published.chunk_info());
             slot.add(8).cast::<u64>().write(message_len as u64);
-            std::ptr::copy_nonoverlapping(bytes, slot.add(SLOT_HEADER), chunk);
         }
         *head = published.count;
         self.publish(&self.ring(self.tx).head, published);
@@ -553,6 +569,7 @@ impl ShmChannel {
 
 impl Channel for ShmChannel {
     fn send(&mut self, message: &[u8], deadline: Instant) -> Result<(), TransportError> {
+        self.nothing_on_loan()?;
         let (mut head, mut tail_seen) = (self.tx_head, self.tail_seen);
         let sent = self.send_chunks(message, 0, deadline, &mut head, &mut tail_seen);
         (self.tx_head, self.tail_seen) = (head, tail_seen);
@@ -565,6 +582,7 @@ impl Channel for ShmChannel {
         limit: usize,
         deadline: Instant,
     ) -> Result<(), TransportError> {
+        self.nothing_on_loan()?;
         let mut tail = self.rx_tail;
         let received = self.recv_chunks(buf, limit, deadline, &mut tail);
         self.rx_tail = tail;
@@ -582,6 +600,7 @@ impl Channel for ShmChannel {
             reply.clear();
             return self.send(request, deadline);
         }
+        self.nothing_on_loan()?;
         let (mut head, mut tail_seen, mut tail) = (self.tx_head, self.tail_seen, self.rx_tail);
         let exchanged = self.exchange_chunks(
             request,
@@ -600,6 +619,7 @@ impl Channel for ShmChannel {
         limit: usize,
         deadline: Instant,
     ) -> Result<usize, TransportError> {
+        self.nothing_on_loan()?;
         let (mut head, mut tail_seen, mut tail) = (self.tx_head, self.tail_seen, self.rx_tail);
         let echoed = self.echo_chunks(limit, deadline, &mut tail, (&mut head, &mut tail_seen));
         (self.tx_head, self.tail_seen, self.rx_tail) = (head, tail_seen, tail);
@@ -608,5 +628,9 @@ impl Channel for ShmChannel {
 
     fn chunk_size(&self) -> Option<usize> {
         Some(self.layout.slot_size)
+    }
+
+    fn loans(&mut self) -> Option<&mut dyn Loans> {
+        Some(self)
     }
 }

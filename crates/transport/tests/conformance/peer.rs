@@ -93,6 +93,18 @@ fn run(role: &str) -> Result<(), String> {
                 Err(e) => return Err(e.to_string()),
             }
         },
+        // Echoes every message on the loaned path (`echo_loaned`: from where it lies into
+        // the reply's loan) until the goodbye, which it does not send back, then exits.
+        "loan-echoer" => {
+            let loans = channel.loans().ok_or("no loaned path")?;
+            loop {
+                match loans.echo_loaned(limit, idle()) {
+                    Ok(0) => return Ok(()),
+                    Ok(_) => {}
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+        }
         // Waits LATE_BY, then receives one whole message before it sends it back: a peer
         // that does not echo as it receives.
         "late-echo" => {

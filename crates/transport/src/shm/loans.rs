@@ -1,0 +1,117 @@
+//! The loaned path ([`Loans`]) of the shared-memory ring: a loan is the free slot at the
+//! head of the ring this side sends on, filled in place and published by the commit; a
+//! borrowed message is the slot at the tail of the ring it receives on, lent where it
+//! lies and freed by the release. So a message on the loaned path is at most one slot.
+//!
+//! Lent slices break the rule the copying path keeps (memory the other process writes
+//! is touched only through raw pointers): like iceoryx2's samples, they trust the other
+//! process not to write a slot it has handed over. That process is the cell's own peer
+//! or measuring side; a message that changed under a compare fails it as a mismatch.
+
+use super::channel::{Incoming, ShmChannel};
+use super::layout::{Published, SLOT_HEADER};
+use crate::contract::{Channel, Loans};
+use crate::error::TransportError;
+use std::time::Instant;
+
+impl ShmChannel {
+    /// Fails while a loan or a borrowed message is open: the copying path would write
+    /// the loaned slot, or take the borrowed message a second time.
+    #[inline]
+    pub(super) fn nothing_on_loan(&self) -> Result<(), TransportError> {
+        match (self.loaned, self.borrowed) {
+            (None, false) => Ok(()),
+            (Some(_), _) => Err(TransportError::Loan(
+                "a loan is open: commit it before sending on the copying path".into(),
+            )),
+            (None, true) => Err(TransportError::Loan(
+                "a message is borrowed: release it before receiving again".into(),
+            )),
+        }
+    }
+}
+
+impl Loans for ShmChannel {
+    fn max_loan(&self) -> usize {
+        self.layout.slot_size
+    }
+
+    fn loan(&mut self, len: usize, deadline: Instant) -> Result<&mut [u8], TransportError> {
+        if self.loaned.is_some() {
+            return Err(TransportError::Loan("a loan is already open".into()));
+        }
+        if len > self.layout.slot_size {
+            return Err(TransportError::Loan(format!(
+                "a {len}-byte message is longer than a loan holds ({} bytes, one slot)",
+                self.layout.slot_size
+            )));
+        }
+        let mut tail_seen = self.tail_seen;
+        self.wait_for_free_slot(self.tx_head, &mut tail_seen, deadline)?;
+        self.tail_seen = tail_seen;
+        self.loaned = Some(len);
+        let slot = self.slot(self.tx, self.tx_head);
+        // SAFETY: the slot at the head is free, so ours until it is published; it holds
+        // slot_size >= len bytes after its header, inside the mapping, which holds bytes
+        // (the kernel zeroes a new segment) and nothing else points into it meanwhile.
+        Ok(unsafe { std::slice::from_raw_parts_mut(slot.add(SLOT_HEADER), len) })
+    }
+
+    fn commit(&mut self, _deadline: Instant) -> Result<(), TransportError> {
+        let len = self
+            .loaned
+            .take()
+            .ok_or_else(|| TransportError::Loan("no loan is open to commit".into()))?;
+        let published = Published {
+            count: self.tx_head.wrapping_add(1),
+            chunk: len as u32,
+            more: false,
+        };
+        let mut head = self.tx_head;
+        self.publish_slot(published, len, &mut head);
+        self.tx_head = head;
+        Ok(())
+    }
+
+    fn borrow(&mut self, limit: usize, deadline: Instant) -> Result<&[u8], TransportError> {
+        if self.borrowed {
+            return Err(TransportError::Loan("a message is already borrowed".into()));
+        }
+        let next = self.rx_tail;
+        let published = self.wait_for(
+            &self.ring(self.rx).head,
+            |head| head.count != next,
+            deadline,
+            "message",
+        )?;
+        let mut message = Incoming::default();
+        let chunk = self.check_chunk(next, published, limit, &mut message)?;
+        if !chunk.ends {
+            // Not taken: the slot stays where it is, and the channel is left to fail.
+            return Err(TransportError::Loan(format!(
+                "a {}-byte message spans more than one slot ({} bytes): only a message that fits a loan is borrowed",
+                message.expected.unwrap_or(0),
+                self.layout.slot_size
+            )));
+        }
+        self.borrowed = true;
+        // SAFETY: check_chunk found `len` bytes inside the slot, published with Release
+        // and read with Acquire; the slot is this side's until freed by the release.
+        Ok(unsafe { std::slice::from_raw_parts(chunk.bytes, chunk.len) })
+    }
+
+    fn release(&mut self) {
+        if std::mem::take(&mut self.borrowed) {
+            let mut tail = self.rx_tail;
+            self.free_slot(&mut tail);
+            self.rx_tail = tail;
+        }
+    }
+
+    /// The ring's echo already writes each chunk from the request's slot straight into
+    /// the reply's, which is what a loaned echo is; it takes a message of several slots
+    /// too, chunk by chunk.
+    fn echo_loaned(&mut self, limit: usize, deadline: Instant) -> Result<usize, TransportError> {
+        self.echo(&mut Vec::new(), limit, deadline)
+    }
+}
