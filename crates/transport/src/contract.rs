@@ -107,6 +107,12 @@ pub trait Loans {
     /// loan is already open.
     fn loan(&mut self, len: usize, deadline: Instant) -> Result<&mut [u8], TransportError>;
 
+    /// The open loan's room again, to fill a loan taken ahead; `None` when none is open.
+    fn loaned(&mut self) -> Option<&mut [u8]>;
+
+    /// Gives the open loan back unsent; nothing when none is open.
+    fn cancel(&mut self);
+
     /// Sends the open loan as filled, by `deadline`. Fails when no loan is open. The
     /// goodbye (an empty message) is a loan of 0 bytes, committed.
     fn commit(&mut self, deadline: Instant) -> Result<(), TransportError>;
@@ -116,6 +122,9 @@ pub trait Loans {
     /// borrowed, or when the next one is longer than a loan (a peer that sent it on the
     /// copying path): the loaned path takes only what it can lend whole.
     fn borrow(&mut self, limit: usize, deadline: Instant) -> Result<&[u8], TransportError>;
+
+    /// The borrowed message again; `None` when none is borrowed.
+    fn borrowed(&self) -> Option<&[u8]>;
 
     /// Gives the borrowed message back to the transport; nothing when none is borrowed.
     fn release(&mut self);

@@ -742,6 +742,15 @@ impl Loans for Iceoryx2Channel {
         Ok(self.loaned.insert(sample).payload_mut())
     }
 
+    fn loaned(&mut self) -> Option<&mut [u8]> {
+        self.loaned.as_mut().map(|sample| sample.payload_mut())
+    }
+
+    fn cancel(&mut self) {
+        // A loan dropped unsent goes back to the publisher's pool.
+        self.loaned = None;
+    }
+
     fn commit(&mut self, deadline: Instant) -> Result<(), TransportError> {
         let sample = self
             .loaned
@@ -762,6 +771,10 @@ impl Loans for Iceoryx2Channel {
         }
         let sample = self.next_sample(limit, deadline)?;
         Ok(self.borrowed.insert(sample).payload())
+    }
+
+    fn borrowed(&self) -> Option<&[u8]> {
+        self.borrowed.as_ref().map(|sample| sample.payload())
     }
 
     fn release(&mut self) {

@@ -30,9 +30,10 @@ pub struct ShmChannel {
     pub(super) tx_head: u32,
     pub(super) rx_tail: u32,
     /// The loaned path ([`crate::Loans`], `loans.rs`): the length of the open loan, whose
-    /// room is the slot at `tx_head`; whether the message at `rx_tail` is borrowed.
+    /// room is the slot at `tx_head`; the length of the borrowed message, the one at
+    /// `rx_tail`, as checked when it was borrowed.
     pub(super) loaned: Option<usize>,
-    pub(super) borrowed: bool,
+    pub(super) borrowed: Option<usize>,
 }
 
 // SAFETY: the mapping belongs to the process, not a thread; the channel is used by one
@@ -62,7 +63,7 @@ impl ShmChannel {
             tx_head: 0,
             rx_tail: 0,
             loaned: None,
-            borrowed: false,
+            borrowed: None,
         };
         // Wherever the segment's creator left the rings.
         let count =

@@ -19,7 +19,7 @@ impl ShmChannel {
     /// the loaned slot, or take the borrowed message a second time.
     #[inline]
     pub(super) fn nothing_on_loan(&self) -> Result<(), TransportError> {
-        match (self.loaned, self.borrowed) {
+        match (self.loaned, self.borrowed.is_some()) {
             (None, false) => Ok(()),
             (Some(_), _) => Err(TransportError::Loan(
                 "a loan is open: commit it before sending on the copying path".into(),
@@ -28,6 +28,18 @@ impl ShmChannel {
                 "a message is borrowed: release it before receiving again".into(),
             )),
         }
+    }
+}
+
+impl ShmChannel {
+    /// The borrowed message: `len` bytes (what `check_chunk` found inside the slot when
+    /// it was borrowed) of the slot at the tail.
+    fn borrowed_bytes(&self, len: usize) -> &[u8] {
+        let slot = self.slot(self.rx, self.rx_tail);
+        // SAFETY: the slot was published with Release and its counter read with
+        // Acquire; check_chunk found `len` bytes inside it; it is this side's until the
+        // release frees it.
+        unsafe { std::slice::from_raw_parts(slot.add(SLOT_HEADER), len) }
     }
 }
 
@@ -57,6 +69,18 @@ impl Loans for ShmChannel {
         Ok(unsafe { std::slice::from_raw_parts_mut(slot.add(SLOT_HEADER), len) })
     }
 
+    fn loaned(&mut self) -> Option<&mut [u8]> {
+        let len = self.loaned?;
+        let slot = self.slot(self.tx, self.tx_head);
+        // SAFETY: as in `loan`: the open loan's slot is still this side's, unpublished.
+        Some(unsafe { std::slice::from_raw_parts_mut(slot.add(SLOT_HEADER), len) })
+    }
+
+    fn cancel(&mut self) {
+        // The slot was only reserved: nothing was published.
+        self.loaned = None;
+    }
+
     fn commit(&mut self, _deadline: Instant) -> Result<(), TransportError> {
         let len = self
             .loaned
@@ -74,7 +98,7 @@ impl Loans for ShmChannel {
     }
 
     fn borrow(&mut self, limit: usize, deadline: Instant) -> Result<&[u8], TransportError> {
-        if self.borrowed {
+        if self.borrowed.is_some() {
             return Err(TransportError::Loan("a message is already borrowed".into()));
         }
         let next = self.rx_tail;
@@ -94,14 +118,16 @@ impl Loans for ShmChannel {
                 self.layout.slot_size
             )));
         }
-        self.borrowed = true;
-        // SAFETY: check_chunk found `len` bytes inside the slot, published with Release
-        // and read with Acquire; the slot is this side's until freed by the release.
-        Ok(unsafe { std::slice::from_raw_parts(chunk.bytes, chunk.len) })
+        self.borrowed = Some(chunk.len);
+        Ok(self.borrowed_bytes(chunk.len))
+    }
+
+    fn borrowed(&self) -> Option<&[u8]> {
+        self.borrowed.map(|len| self.borrowed_bytes(len))
     }
 
     fn release(&mut self) {
-        if std::mem::take(&mut self.borrowed) {
+        if self.borrowed.take().is_some() {
             let mut tail = self.rx_tail;
             self.free_slot(&mut tail);
             self.rx_tail = tail;

@@ -895,5 +895,53 @@ fn loans_refuse_misuse(subject: Subject) -> Result<(), String> {
         .map_err(|e| format!("a round trip after the refusals: {e}"))
         .map_err(with_stderr(&mut peer))?;
     compare("the copied reply after the refusals", &request, &reply)?;
+    cancelled_loans_send_nothing(channel.as_mut(), &mut peer, subject)?;
     loaned_goodbye(channel.as_mut(), &mut peer)
+}
+
+/// An open loan is found again (`loaned`) and given back unsent (`cancel`): nothing of
+/// it arrives, and the copying path goes on; a borrowed message is found again
+/// (`borrowed`) until it is released.
+fn cancelled_loans_send_nothing(
+    channel: &mut dyn Channel,
+    peer: &mut Peer,
+    subject: Subject,
+) -> Result<(), String> {
+    let deadline = || Instant::now() + OP;
+    let loans = channel.loans().ok_or("no loaned path")?;
+    if loans.loaned().is_some() || loans.borrowed().is_some() {
+        return Err("a loan or a borrowed message open after its commit or release".into());
+    }
+    let cancelled = bytes(0xca9c, 100.min(loans.max_loan()));
+    loans
+        .loan(cancelled.len(), deadline())
+        .map_err(|e| e.to_string())?;
+    loans
+        .loaned()
+        .ok_or("the open loan is not found again")?
+        .copy_from_slice(&cancelled);
+    loans.cancel();
+    if loans.loaned().is_some() {
+        return Err("a cancelled loan is still open".into());
+    }
+    let request = bytes(0xca9d, 150.min(loans.max_loan()));
+    channel
+        .send(&request, deadline())
+        .map_err(|e| format!("a copying send after a cancelled loan: {e}"))
+        .map_err(with_stderr(peer))?;
+    let loans = channel.loans().ok_or("the loaned path went away")?;
+    let reply = loans
+        .borrow(subject.limit(), deadline())
+        .map_err(|e| format!("the reply after a cancelled loan: {e}"))
+        .map_err(with_stderr(peer))?
+        .to_vec();
+    compare("the reply after a cancelled loan", &request, &reply)?;
+    if loans.borrowed() != Some(&reply[..]) {
+        return Err("the borrowed message is not found again as it was borrowed".into());
+    }
+    loans.release();
+    if loans.borrowed().is_some() {
+        return Err("a released message is still borrowed".into());
+    }
+    Ok(())
 }
