@@ -333,3 +333,48 @@ fn tables_fit_columns_and_are_whole_into_a_pipe() {
         "{whole:?}"
     );
 }
+
+/// Each cell over a channel says how its bytes moved, in its event and its result file:
+/// iceoryx2 through its loans, shared memory streamed, tcp copied; and a cell whose peer
+/// needs each whole message (a codec) copies over shared memory too.
+#[test]
+fn each_cell_over_a_channel_says_how_its_bytes_moved() {
+    let s = Scratch::new(
+        "message-path",
+        test_matrix!(
+            "- { name: echo, kind: echo, transports: [iceoryx2, shm, tcp], payloads: [200B], iterations: 50, warmup: 5, timeout: 5s }",
+            "- { name: codec, kind: codec, codecs: [prost], transports: [shm], wake: [blocking], payloads: [200B], iterations: 20, warmup: 2, timeout: 5s }",
+        ),
+    );
+    let run = s.run(&["run", "--message-format", "json", "--out", "out"]);
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+    let events = lines_of_json(&run.stdout);
+    let mut seen = Vec::new();
+    for event in of_type(&events, "cell-finished") {
+        let id = event["id"].as_str().unwrap().to_string();
+        let path = event["message_path"].as_str().unwrap_or("none").to_string();
+        let file = event["result_file"].as_str().unwrap();
+        let stored: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        assert_eq!(
+            stored["message_path"].as_str(),
+            Some(path.as_str()),
+            "{id}: {stored}"
+        );
+        seen.push((id, path));
+    }
+    let expected = [
+        ("echo::iceoryx2-busy::200B", "loaned"),
+        ("echo::iceoryx2-blocking::200B", "loaned"),
+        ("echo::shm-busy::200B", "streamed"),
+        ("echo::shm-blocking::200B", "streamed"),
+        ("echo::tcp::200B", "copied"),
+        ("codec::prost::shm-blocking::200B", "copied"),
+    ];
+    for (id, path) in expected {
+        assert!(
+            seen.iter().any(|(i, p)| i == id && p == path),
+            "{id} should say {path}: {seen:?}"
+        );
+    }
+}

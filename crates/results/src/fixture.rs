@@ -89,6 +89,7 @@ pub fn passed(cell: &Cell, environment: &Environment, samples_ns: Vec<u64>) -> C
             mean,
             stdev: variance.sqrt(),
         }),
+        message_path: None,
         load: None,
         logging: None,
         instructions: None,

@@ -68,6 +68,10 @@ pub struct CellResult {
     /// (`IPC_MATRIX_PEER_EXTRA_WORK`): more instructions on purpose.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_extra_work: Option<u64>,
+    /// How the round trips' bytes moved between the cell's code and its transport, for
+    /// kinds over a channel (`echo`, `bulk`, `codec`): absent for the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_path: Option<MessagePath>,
     /// `udp-load` cells: what the clients sent and what came back.
     #[serde(default)]
     pub load: Option<LoadStats>,
@@ -92,6 +96,33 @@ pub struct CellResult {
     pub wall_seconds: f64,
     pub finished_at_unix: u64,
     pub environment: Environment,
+}
+
+/// How a round trip's bytes move between the cell's code and its transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MessagePath {
+    /// Copied into the transport from the request's buffer, and out of it into the
+    /// reply's, on both sides.
+    Copied,
+    /// Shared memory's pipeline: request chunks copied in while reply chunks are copied
+    /// out (`exchange`), the peer copying each chunk from slot to slot.
+    Streamed,
+    /// The transport's loans: the request written into the transport's own memory, the
+    /// reply checked where it lies; the peer writes each request from where it lies into
+    /// the reply's loan. The next request's loan is taken before the wait for the reply,
+    /// as a zero-copy stack's own users (and benchmark) do.
+    Loaned,
+}
+
+impl MessagePath {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessagePath::Copied => "copied",
+            MessagePath::Streamed => "streamed",
+            MessagePath::Loaned => "loaned",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

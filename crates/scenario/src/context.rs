@@ -10,7 +10,7 @@ use crate::measure::Recorder;
 use crate::peer::{PeerConfig, PeerDelay};
 use crate::second_host::SecondHost;
 use crate::spawn::{PeerProcess, PEER_RUNNER_ENV};
-use ipc_matrix_results::{CodecStages, Environment, Failure, LoadStats, LoggingStats};
+use ipc_matrix_results::{CodecStages, Environment, Failure, LoadStats, LoggingStats, MessagePath};
 use ipc_matrix_spec::Cell;
 use ipc_matrix_transport::PeerAddress;
 use serde::Serialize;
@@ -82,6 +82,7 @@ impl RunOptions {
             role: serde_json::to_value(role).expect("a role is plain data"),
             count: None,
             echoes_as_it_receives: false,
+            echoes_from_loans: false,
         }
     }
 
@@ -162,6 +163,8 @@ pub(crate) struct Tally {
     pub(crate) lost: u64,
     pub(crate) load: Option<LoadStats>,
     pub(crate) logging: Option<LoggingStats>,
+    /// How the round trips' bytes moved (kinds over a channel).
+    pub(crate) message_path: Option<MessagePath>,
     /// The cell's instruction counting, when it runs under QEMU's counting plugin (set by
     /// the runner; the request/reply loop and the peer open and close its windows).
     pub(crate) counting: Option<Counting>,

@@ -333,6 +333,7 @@ mod tests {
                 role: serde_json::Value::Null,
                 count: None,
                 echoes_as_it_receives: false,
+                echoes_from_loans: false,
             };
             let sent =
                 serde_json::to_value(ExternalPeerConfig::of(&cell, &config).unwrap()).unwrap();

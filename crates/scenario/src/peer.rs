@@ -104,6 +104,14 @@ pub struct PeerConfig {
     /// no fault, no delay or extra work.
     #[serde(default)]
     pub echoes_as_it_receives: bool,
+    /// `echo` and `bulk` cells over a transport with loans (iceoryx2): echo every
+    /// message from where it lies into the reply's loan ([`Loans::echo_loaned`]), as the
+    /// measuring side loans its requests and borrows its replies. Set only where nothing
+    /// needs the whole message first, as above.
+    ///
+    /// [`Loans::echo_loaned`]: ipc_matrix_transport::Loans::echo_loaned
+    #[serde(default)]
+    pub echoes_from_loans: bool,
 }
 
 impl PeerConfig {

@@ -69,7 +69,7 @@ pub(crate) trait Endpoint {
 
     /// The reply last received. Read after the timer stops, so an endpoint that hands out
     /// a borrowed view of its stack's buffer adds no copy to the round trip.
-    fn reply(&self) -> Result<&[u8], Broken>;
+    fn reply(&mut self) -> Result<&[u8], Broken>;
 
     /// True when messages may be lost in transit: a late reply to an earlier request may
     /// then arrive, and is skipped.

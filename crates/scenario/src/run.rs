@@ -164,6 +164,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         cpu_pressure,
         peer_delay_us: options.peer_delay_for(cell).map(|d| d.as_micros() as u64),
         peer_extra_work: options.peer_extra_work_for(cell),
+        message_path: tally.message_path,
         load: tally.load,
         logging: tally.logging,
         instructions,

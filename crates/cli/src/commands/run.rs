@@ -343,6 +343,7 @@ fn cell_event(
         "floor_probe": result.floor.map(|f| f.probe),
         "floor_p50_ns": result.floor.map(|f| f.p50_ns),
         "floor_ratio": result.floor.and_then(|f| f.ratio),
+        "message_path": result.message_path.map(|p| p.as_str()),
         "wall_seconds": result.wall_seconds,
         "result_file": file.map(absolute),
     })

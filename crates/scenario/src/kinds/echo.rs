@@ -13,9 +13,9 @@ use crate::peer::{before_reply, PeerConfig};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_codec::FrameCodec;
-use ipc_matrix_results::{Failure, FailureKind};
+use ipc_matrix_results::{Failure, FailureKind, MessagePath};
 use ipc_matrix_spec::{Cell, CodecKind};
-use ipc_matrix_transport::{listen, Channel, ChannelKind, ListenOptions, TransportError};
+use ipc_matrix_transport::{listen, Channel, ChannelKind, ListenOptions, Loans, TransportError};
 use std::time::Instant;
 
 /// How long a message that follows the goodbye is waited for, once the peer has exited.
@@ -60,7 +60,10 @@ pub(crate) fn echo(
         limits.timeout,
     );
     config.count = tally.peer_counting(cell.warmup);
-    config.echoes_as_it_receives = echoes_as_it_receives(kind, (cell, codec), &config);
+    let path = message_path(kind, (cell, codec), &config);
+    config.echoes_as_it_receives = path == MessagePath::Streamed;
+    config.echoes_from_loans = path == MessagePath::Loaned;
+    tally.message_path = Some(path);
     let mut peer = options.start_cell_peer(cell, &config)?;
     let channel = acceptor
         .accept(peer.pid(), Instant::now() + options.setup_timeout)
@@ -74,7 +77,7 @@ pub(crate) fn echo(
         peer,
         reply: Vec::with_capacity(limit),
         limit,
-        exchanges: config.echoes_as_it_receives,
+        path,
     };
     let requests = match codec {
         Some(codec) => Requests::frames(codec, cell.seed, len),
@@ -83,20 +86,31 @@ pub(crate) fn echo(
     round_trip::measure(cell, limits, &mut endpoint, requests, tally)
 }
 
-/// Whether the cell's peer echoes every message as it receives it, and each round trip
-/// is one [`Channel::exchange`]: with our own peer, where nothing needs the whole message
-/// first (no codec, no fault, no delay or extra work), over shared memory. That is the
-/// channel whose exchange streams the request and its reply at once; over the others an
-/// exchange is a send then a receive, so their round trips (and counts) stay as they were.
-fn echoes_as_it_receives(
+/// How the cell's round trips move their bytes, where nothing needs the whole message
+/// first (no codec, no fault, no delay or extra work) and the peer is our own:
+/// - over shared memory, **streamed**: each round trip is one [`Channel::exchange`], and
+///   the peer echoes as it receives, chunk by chunk, slot to slot;
+/// - over a transport whose users loan (iceoryx2), **loaned**: the measuring side writes
+///   each request into a loan taken before the wait for the previous reply and checks
+///   each reply where it lies; the peer echoes from its loans.
+///
+/// Everything else is **copied** (a send then a receive, each copying): the others'
+/// exchange is a send then a receive anyway, so their round trips (and counts) stay as
+/// they were. Shared memory has loans too; its cells stream, whose peer already writes
+/// each chunk straight from slot to slot, and which carry messages of any size.
+fn message_path(
     kind: ChannelKind,
     (cell, codec): (&Cell, Option<CodecKind>),
     config: &PeerConfig,
-) -> bool {
-    kind == ChannelKind::Shm
-        && cell.peer.is_none()
-        && codec.is_none()
-        && !config.needs_whole_messages()
+) -> MessagePath {
+    if cell.peer.is_some() || codec.is_some() || config.needs_whole_messages() {
+        return MessagePath::Copied;
+    }
+    match kind {
+        ChannelKind::Shm => MessagePath::Streamed,
+        ChannelKind::Iceoryx2 => MessagePath::Loaned,
+        _ => MessagePath::Copied,
+    }
 }
 
 /// The measuring side of a channel to an echoing peer.
@@ -105,20 +119,66 @@ struct ChannelEndpoint {
     peer: PeerProcess,
     reply: Vec<u8>,
     limit: usize,
-    /// The peer echoes as it receives ([`PeerConfig::echoes_as_it_receives`]): a round
-    /// trip is one [`Channel::exchange`].
-    exchanges: bool,
+    /// Streamed: a round trip is one [`Channel::exchange`]; loaned: requests go out of
+    /// loans and replies are borrowed ([`message_path`]).
+    path: MessagePath,
+}
+
+impl ChannelEndpoint {
+    fn loans(&mut self) -> Result<&mut dyn Loans, Broken> {
+        self.channel.loans().ok_or((
+            FailureKind::Setup,
+            "the transport has no loaned path, yet the cell was to loan".into(),
+        ))
+    }
+
+    /// Sends `request` from a loan: the one taken ahead when it has the request's length
+    /// (else a new one), filled and committed; then takes the next request's loan, before
+    /// the wait for this one's reply, as a zero-copy stack's users do. The previous reply,
+    /// checked by now, is released first.
+    fn send_loaned(&mut self, request: &[u8], deadline: Instant) -> Result<(), Broken> {
+        let loans = self.loans()?;
+        loans.release();
+        if loans
+            .loaned()
+            .is_none_or(|room| room.len() != request.len())
+        {
+            loans.cancel();
+            loans
+                .loan(request.len(), deadline)
+                .map_err(|e| broken("loaning the request", e))?;
+        }
+        let room = loans.loaned().expect("a loan is open");
+        room.copy_from_slice(request);
+        loans
+            .commit(deadline)
+            .map_err(|e| broken("sending the request", e))?;
+        loans
+            .loan(request.len(), deadline)
+            .map_err(|e| broken("loaning the next request", e))?;
+        Ok(())
+    }
 }
 
 impl Endpoint for ChannelEndpoint {
     fn send(&mut self, request: &[u8], deadline: Instant) -> Result<(), Broken> {
+        if self.path == MessagePath::Loaned {
+            return self.send_loaned(request, deadline);
+        }
         self.channel
             .send(request, deadline)
             .map_err(|e| broken("sending the request", e))
     }
 
     fn receive(&mut self, deadline: Instant) -> Result<Answer, Broken> {
-        match self.channel.recv(&mut self.reply, self.limit, deadline) {
+        let limit = self.limit;
+        if self.path == MessagePath::Loaned {
+            return match self.loans()?.borrow(limit, deadline) {
+                Ok(_) => Ok(Answer::Replied),
+                Err(e) => Err(broken("waiting for the reply", e)),
+            };
+        }
+        match self.channel.recv(&mut self.reply, limit, deadline) {
             Ok(()) => Ok(Answer::Replied),
             Err(TransportError::Timeout { .. }) if self.channel.is_lossy() => Ok(Answer::Lost),
             Err(e) => Err(broken("waiting for the reply", e)),
@@ -126,7 +186,7 @@ impl Endpoint for ChannelEndpoint {
     }
 
     fn exchange(&mut self, request: &[u8], deadline: Instant) -> Result<Answer, Broken> {
-        if !self.exchanges {
+        if self.path != MessagePath::Streamed {
             self.send(request, deadline)?;
             return self.receive(deadline);
         }
@@ -136,7 +196,13 @@ impl Endpoint for ChannelEndpoint {
             .map_err(|e| broken("exchanging the request for its reply", e))
     }
 
-    fn reply(&self) -> Result<&[u8], Broken> {
+    fn reply(&mut self) -> Result<&[u8], Broken> {
+        if self.path == MessagePath::Loaned {
+            return self.loans()?.borrowed().ok_or((
+                FailureKind::Protocol,
+                "no reply is borrowed to check".into(),
+            ));
+        }
         Ok(&self.reply)
     }
 
@@ -152,6 +218,12 @@ impl Endpoint for ChannelEndpoint {
     /// reply to the goodbye, or a second reply to an earlier request).
     fn goodbye(&mut self) -> Result<(), Failure> {
         expect_running_before_goodbye(&mut self.peer, STARTED)?;
+        // The loan taken ahead and the last reply go back: the goodbye and what follows
+        // it take the copying path.
+        if let Some(loans) = self.channel.loans() {
+            loans.cancel();
+            loans.release();
+        }
         let deadline = Instant::now() + GOODBYE_WITHIN;
         let said = self
             .channel
@@ -192,6 +264,9 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
     let mut channel = config.connect()?;
     if config.echoes_as_it_receives {
         return echo_as_received(config, channel.as_mut());
+    }
+    if config.echoes_from_loans {
+        return echo_from_loans(config, channel.as_mut());
     }
     let idle = config.idle_timeout;
     let mut message = Vec::new();
@@ -251,6 +326,35 @@ fn echo_as_received(config: &PeerConfig, channel: &mut dyn Channel) -> Result<()
     Ok(())
 }
 
+/// The peer's side when it echoes from loans ([`PeerConfig::echoes_from_loans`]): every
+/// message goes back through [`Loans::echo_loaned`] until an empty one says goodbye.
+fn echo_from_loans(config: &PeerConfig, channel: &mut dyn Channel) -> Result<(), String> {
+    if config.needs_whole_messages() {
+        return Err(
+            "told to echo from loans, yet a codec, a fault, a delay or extra work needs \
+             each whole message first"
+                .into(),
+        );
+    }
+    let loans = channel
+        .loans()
+        .ok_or("told to echo from loans, but the transport has no loaned path")?;
+    let idle = config.idle_timeout;
+    for index in 0u64.. {
+        // One clock read per message: the reply shares the request's deadline.
+        let deadline = Instant::now() + idle;
+        PeerCounting::open(config.count, index);
+        let echoed = loans
+            .echo_loaned(config.limit, deadline)
+            .map_err(|e| format!("echoing message {index} from loans: {e}"))?;
+        if echoed == 0 {
+            return Ok(());
+        }
+        PeerCounting::close(config.count, index);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,55 +399,57 @@ mod tests {
             role: serde_json::Value::Null,
             count: None,
             echoes_as_it_receives: false,
+            echoes_from_loans: false,
         }
     }
 
     /// Only a shared-memory cell with our own peer, where nothing needs the whole message
-    /// first, is told to echo as it receives.
+    /// first, streams; only such an iceoryx2 cell loans; everything else copies.
     #[test]
-    fn the_peer_echoes_as_it_receives_exactly_where_nothing_needs_the_whole_message() {
+    fn the_message_path_streams_or_loans_exactly_where_nothing_needs_the_whole_message() {
         let address = PeerAddress::Tcp {
             addr: "127.0.0.1:40000".parse().unwrap(),
         };
-        let shm = cell(ChannelKind::Shm);
         let plain = config(address);
-        assert!(echoes_as_it_receives(
-            ChannelKind::Shm,
-            (&shm, None),
-            &plain
-        ));
-        for kind in [ChannelKind::Tcp, ChannelKind::Local, ChannelKind::Pipe] {
-            assert!(!echoes_as_it_receives(kind, (&cell(kind), None), &plain));
+        let path =
+            |kind, codec, config: &PeerConfig| message_path(kind, (&cell(kind), codec), config);
+        assert_eq!(path(ChannelKind::Shm, None, &plain), MessagePath::Streamed);
+        assert_eq!(
+            path(ChannelKind::Iceoryx2, None, &plain),
+            MessagePath::Loaned
+        );
+        for kind in [
+            ChannelKind::Tcp,
+            ChannelKind::Local,
+            ChannelKind::Pipe,
+            ChannelKind::Udp,
+        ] {
+            assert_eq!(path(kind, None, &plain), MessagePath::Copied);
         }
-        let codec = Some(CodecKind::Prost);
-        assert!(!echoes_as_it_receives(
-            ChannelKind::Shm,
-            (&shm, codec),
-            &plain
-        ));
-        let changed: [fn(&mut PeerConfig); 3] = [
-            |c| c.fault = Some(Fault::new(FaultKind::FlipByte, 3)),
-            |c| c.delay = Some(Duration::from_micros(5)),
-            |c| c.extra_work = Some(10),
-        ];
-        for change in changed {
-            let mut config = plain.clone();
-            change(&mut config);
-            assert!(!echoes_as_it_receives(
-                ChannelKind::Shm,
-                (&shm, None),
-                &config
-            ));
+        for kind in [ChannelKind::Shm, ChannelKind::Iceoryx2] {
+            assert_eq!(
+                path(kind, Some(CodecKind::Prost), &plain),
+                MessagePath::Copied
+            );
+            let changed: [fn(&mut PeerConfig); 3] = [
+                |c| c.fault = Some(Fault::new(FaultKind::FlipByte, 3)),
+                |c| c.delay = Some(Duration::from_micros(5)),
+                |c| c.extra_work = Some(10),
+            ];
+            for change in changed {
+                let mut config = plain.clone();
+                change(&mut config);
+                assert_eq!(path(kind, None, &config), MessagePath::Copied);
+            }
+            let mut external = cell(kind);
+            external.peer = Some(ExternalPeer {
+                command: vec!["peer".into()],
+            });
+            assert_eq!(
+                message_path(kind, (&external, None), &plain),
+                MessagePath::Copied
+            );
         }
-        let mut external = cell(ChannelKind::Shm);
-        external.peer = Some(ExternalPeer {
-            command: vec!["peer".into()],
-        });
-        assert!(!echoes_as_it_receives(
-            ChannelKind::Shm,
-            (&external, None),
-            &plain
-        ));
     }
 
     /// The peer's side told to echo as it receives: messages of several slots come back

@@ -167,7 +167,7 @@ impl Endpoint for ZmqEndpoint {
         Ok(Answer::Replied)
     }
 
-    fn reply(&self) -> Result<&[u8], Broken> {
+    fn reply(&mut self) -> Result<&[u8], Broken> {
         Ok(&self.reply)
     }
 

@@ -253,7 +253,7 @@ impl Endpoint for RpcEndpoint {
         }
     }
 
-    fn reply(&self) -> Result<&[u8], Broken> {
+    fn reply(&mut self) -> Result<&[u8], Broken> {
         let response = self
             .response
             .as_ref()
