@@ -3,7 +3,7 @@
 //! the floors, the instruction columns).
 
 use ipc_matrix_baseline::{judge, Baseline, RunVerdict};
-use ipc_matrix_results::{CellResult, Floor, BELOW_FLOOR};
+use ipc_matrix_results::{CellResult, Floor, MessagePath, BELOW_FLOOR};
 use ipc_matrix_spec::RegressionPolicy;
 use std::path::PathBuf;
 
@@ -199,6 +199,12 @@ pub(crate) fn floor_rows(report: &LegReport) -> Vec<(&CellResult, Floor)> {
 /// Why a cell ran faster than its floor, for a ratio under [`BELOW_FLOOR`]; `None` otherwise.
 pub(crate) fn below_floor(result: &CellResult, floor: &Floor) -> Option<String> {
     let ratio = floor.ratio.filter(|&r| r < BELOW_FLOOR)?;
+    if result.message_path == Some(MessagePath::Loaned) {
+        return Some(format!(
+            "{} ran at {ratio:.2}x its {} floor: its bytes go by the transport's loans (each request written once into the transport's memory, each reply checked where it lies, the peer writing each request straight into its reply's loan), while the floor's probe copies every message in and out of its buffers on both sides. A zero-copy stack may beat a copying floor, by the copies it avoids.",
+            result.cell.id, floor.probe
+        ));
+    }
     let probes = match (result.core_to_core_ns, result.core_to_core_after_ns) {
         (Some(before), Some(after)) => format!(
             "a cache line took {before} ns between the CPUs before the cell and {after} ns after it"
@@ -214,4 +220,46 @@ pub(crate) fn below_floor(result: &CellResult, floor: &Floor) -> Option<String> 
             n => format!("in {n} blocks between the cell's own round trips"),
         }
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ipc_matrix_results::{fixture, FloorProbe};
+
+    /// A loaned cell under its copying floor is explained by the copies it avoids; a
+    /// copying one by the machine or the probe's path.
+    #[test]
+    fn a_cell_under_its_floor_is_explained_by_how_its_bytes_moved() {
+        let cells = fixture::quick_cells(
+            "  - { name: bulk, kind: bulk, transports: [iceoryx2], wake: [busy-poll], payloads: [1MB], iterations: 10, timeout: 1s }",
+        );
+        let environment = fixture::environment("native", "test CPU");
+        let mut result = fixture::passed(&cells[0], &environment, vec![50_000; 10]);
+        let floor = Floor {
+            probe: FloorProbe::Spin,
+            payload_bytes: 1_000_000,
+            p50_ns: 70_000,
+            round_trips: 10,
+            ratio: Some(0.72),
+            blocks: 1,
+        };
+        result.message_path = Some(MessagePath::Loaned);
+        let loaned = below_floor(&result, &floor).unwrap();
+        assert!(
+            loaned.contains("loans") && loaned.contains("0.72x"),
+            "{loaned}"
+        );
+        result.message_path = Some(MessagePath::Copied);
+        let copied = below_floor(&result, &floor).unwrap();
+        assert!(
+            !copied.contains("loans") && copied.contains("machine may have changed"),
+            "{copied}"
+        );
+        let at_floor = Floor {
+            ratio: Some(1.2),
+            ..floor
+        };
+        assert_eq!(below_floor(&result, &at_floor), None);
+    }
 }
