@@ -36,7 +36,9 @@
 //!   ([`sweep::remove_run`]), or finds the prefix's lock free with the directory already gone.
 //! - **Process.** No signal handlers (`SignalHandlingMode::Disabled`), no configuration
 //!   file looked up (`Config::default()`, never `Config::global_config()`), and ports of
-//!   `ipc_threadsafe::Service`, whose ports are `Send` as a channel must be.
+//!   `ipc::Service`, the single-threaded service, as iceoryx2's users take it when ports
+//!   stay on one thread (a channel's do; see the `Send` of [`Iceoryx2Channel`]): the
+//!   thread-safe one adds a mutex to every send and receive.
 
 mod files;
 pub(crate) mod sweep;
@@ -514,6 +516,15 @@ pub struct Iceoryx2Channel {
     max_incoming: usize,
     watch: Arc<SendWatch>,
 }
+
+// SAFETY: the ports are of `ipc::Service`, the single-threaded service iceoryx2's users
+// take when ports stay on one thread: its objects share reference counts that are not
+// atomic (`Rc`), which is all that makes them not `Send`. Every iceoryx2 object of a
+// channel (node, services, ports, the loaned and the borrowed sample) is in this struct
+// and none is handed out (samples are lent only as slices borrowed from the channel), so
+// a move takes every holder of each count at once, and `&mut self` lets one thread at a
+// time use them. A cell makes, uses and drops its channel on one thread anyway.
+unsafe impl Send for Iceoryx2Channel {}
 
 impl Iceoryx2Channel {
     /// PeerGone when the other process has exited; Closed when it lives but has dropped

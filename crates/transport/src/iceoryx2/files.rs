@@ -7,7 +7,7 @@ use iceoryx2::prelude::{Config, FileName, Node, NodeBuilder, SemanticString, Sig
 use std::path::{Path, PathBuf};
 
 /// The service type: ports of `ipc::Service` hold an `Rc` and are not `Send`.
-pub(super) type S = iceoryx2::prelude::ipc_threadsafe::Service;
+pub(super) type S = iceoryx2::prelude::ipc::Service;
 
 /// The start of every /dev/shm name iceoryx2 makes for us (see [`prefix_of`]).
 pub(crate) const PREFIX_START: &str = "iox2.";
