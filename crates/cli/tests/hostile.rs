@@ -237,13 +237,25 @@ fn the_goodbye_is_read_by_the_process_the_cell_started() {
         (
             "exits-unread",
             "sock = connect()\necho(sock, 43)\nos._exit(0)\n",
-            // Told goodbye before or after its end closed: it is seen either way.
-            &["without reading its goodbye", "before it was told goodbye"][..],
+            // Told goodbye before or after its end closed: it is seen either way (a Unix
+            // socket closed first refuses the goodbye).
+            &[
+                "without reading its goodbye",
+                "before it was told goodbye",
+                "goodbye not delivered",
+            ][..],
         ),
         (
             "forks",
             "sock = connect()\nif os.fork() > 0:\n    os._exit(0)\necho(sock, 43)\nread_exact(sock, 8)\nos._exit(0)\n",
             &["before it was told goodbye"][..],
+        ),
+        (
+            // Closes its connection after its last reply and lingers, alive, so that the
+            // goodbye reaches a closed end: TCP resets it, a Unix socket refuses it.
+            "closes-and-lingers",
+            "import time\nsock = connect()\necho(sock, 43)\nsock.close()\ntime.sleep(0.5)\nos._exit(0)\n",
+            &["without reading its goodbye", "goodbye not delivered"][..],
         ),
         (
             // The started process stays alive, waiting, while a child it forked does

@@ -79,6 +79,14 @@ pub trait Channel: Send {
         None
     }
 
+    /// After the other side has closed its end and that close was read: whether bytes of
+    /// ours reached it after it had closed, which a stream's kernel answers with a reset
+    /// that no later receive reports (TCP). `false` (the default) where the transport
+    /// cannot tell, or such bytes fail their send instead (a Unix socket's EPIPE).
+    fn reset_after_close(&mut self) -> bool {
+        false
+    }
+
     /// The loaned path ([`Loans`]), when this transport has one: shared memory and
     /// iceoryx2 do. `None` (the default): only the copying path above.
     fn loans(&mut self) -> Option<&mut dyn Loans> {

@@ -12,6 +12,11 @@ use std::time::{Duration, Instant};
 pub trait TimedStream: Read + Write + Send {
     fn set_read_timeout(&mut self, timeout: Duration) -> io::Result<()>;
     fn set_write_timeout(&mut self, timeout: Duration) -> io::Result<()>;
+    /// The socket's pending error (SO_ERROR), taken; `None` where there is none or the
+    /// stream cannot tell.
+    fn take_pending_error(&mut self) -> Option<io::Error> {
+        None
+    }
 }
 
 /// Longest a single blocking call may wait before the deadline is checked again.
@@ -157,6 +162,18 @@ impl<S: TimedStream> crate::Channel for Framed<S> {
         }
         buf.resize(announced as usize, 0);
         self.read_exact(buf, deadline)
+    }
+
+    /// A TCP connection whose end was closed (its FIN read) and then reset: bytes of ours
+    /// reached the other side after it had closed, and its kernel answered with a reset,
+    /// which sets the socket's error (EPIPE, from CLOSE_WAIT) but no read reports.
+    fn reset_after_close(&mut self) -> bool {
+        self.stream.take_pending_error().is_some_and(|e| {
+            matches!(
+                e.kind(),
+                io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+            )
+        })
     }
 }
 

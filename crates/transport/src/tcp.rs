@@ -17,6 +17,9 @@ impl TimedStream for TcpStream {
     fn set_write_timeout(&mut self, t: Duration) -> io::Result<()> {
         TcpStream::set_write_timeout(self, Some(t))
     }
+    fn take_pending_error(&mut self) -> Option<io::Error> {
+        self.take_error().ok().flatten()
+    }
 }
 
 pub struct TcpAcceptor {

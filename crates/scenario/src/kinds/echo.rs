@@ -242,12 +242,18 @@ impl Endpoint for ChannelEndpoint {
                     self.reply.len()
                 ),
             }),
-            // A stream's end closed with the goodbye still unread in it: the peer exited
-            // after its last reply without reading on.
+            // A stream's end closed with the goodbye still unread in it, or closed before
+            // the goodbye reached it (its kernel then reset the connection): the peer
+            // exited after its last reply without reading on.
             Err(TransportError::Reset) => Err(Failure {
                 kind: FailureKind::Shutdown,
                 round_trip: None,
                 reason: "the peer exited without reading its goodbye: it closed its connection with the goodbye unread (a peer must read on until the empty message and exit after it)".into(),
+            }),
+            Err(TransportError::Closed) if self.channel.reset_after_close() => Err(Failure {
+                kind: FailureKind::Shutdown,
+                round_trip: None,
+                reason: "the peer exited without reading its goodbye: it closed its connection before the goodbye reached it, and its kernel reset the connection (a peer must read on until the empty message and exit after it)".into(),
             }),
             Err(_) => Ok(()),
         }
