@@ -336,7 +336,8 @@ fn tables_fit_columns_and_are_whole_into_a_pipe() {
 
 /// Each cell over a channel says how its bytes moved, in its event and its result file:
 /// iceoryx2 through its loans, shared memory streamed, tcp copied; and a cell whose peer
-/// needs each whole message (a codec) copies over shared memory too.
+/// needs each whole message (a codec) copies over shared memory too. iceoryx2's busy-poll
+/// echo cell carries its own benchmark's setup beside it, and no other cell does.
 #[test]
 fn each_cell_over_a_channel_says_how_its_bytes_moved() {
     let s = Scratch::new(
@@ -361,6 +362,25 @@ fn each_cell_over_a_channel_says_how_its_bytes_moved() {
             Some(path.as_str()),
             "{id}: {stored}"
         );
+        // iceoryx2's own benchmark setup stands beside its busy-poll echo cells only,
+        // timed when the cell is pinned (as every cell is on a machine of two CPUs).
+        let own = &stored["own_setup"];
+        let pinned = stored["placement"]["measurer_cpu"].is_u64();
+        if id.starts_with("echo::iceoryx2-busy") && pinned {
+            assert!(own["p50_ns"].as_u64().is_some_and(|p| p > 0), "{id}: {own}");
+            assert!(
+                own["ratio"].as_f64().is_some_and(|r| r > 0.0),
+                "{id}: {own}"
+            );
+            assert!(
+                own["setup"]
+                    .as_str()
+                    .is_some_and(|s| s.contains("iceoryx2")),
+                "{id}: {own}"
+            );
+        } else {
+            assert!(own.is_null(), "{id}: {own}");
+        }
         seen.push((id, path));
     }
     let expected = [

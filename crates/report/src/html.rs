@@ -715,11 +715,30 @@ fn stacks_section(report: &LegReport) -> String {
                 r.floor
                     .and_then(|f| f.ratio)
                     .map_or_else(dash, |x| format!("{x:.2}x")),
+                r.own_setup.as_ref().map_or_else(dash, |o| nanos(o.p50_ns)),
+                r.own_setup
+                    .as_ref()
+                    .and_then(|o| o.ratio)
+                    .map_or_else(dash, |x| format!("{x:.2}x")),
             ]
         })
         .collect();
+    html.push_str(&format!(
+        "<p>{}</p>\n",
+        escape(crate::stacks::STACKS_EXPLAINED)
+    ));
     html.push_str(&table(
-        &["cell", "stack", "p50", "p99", "floor p50", "cell / floor"].map(String::from),
+        &[
+            "cell",
+            "stack",
+            "p50",
+            "p99",
+            "floor p50",
+            "cell / floor",
+            "its own setup p50",
+            "cell / own setup",
+        ]
+        .map(String::from),
         &rows,
     ));
     let labels: Vec<String> = stacks.iter().map(|s| s.name.clone()).collect();
@@ -738,6 +757,14 @@ fn stacks_section(report: &LegReport) -> String {
             values: stacks
                 .iter()
                 .map(|s| s.result.floor.map(|f| f.p50_ns as f64))
+                .collect(),
+        },
+        plots::Series {
+            name: "its own benchmark setup".into(),
+            color: 2,
+            values: stacks
+                .iter()
+                .map(|s| s.result.own_setup.as_ref().map(|o| o.p50_ns as f64))
                 .collect(),
         },
     ];

@@ -73,14 +73,17 @@ pub fn markdown(report: &LegReport) -> String {
             ),
             stacks.len(),
         );
-        md.push_str("| stack | cell | p50 | p99 | floor p50 | cell / floor |\n");
-        md.push_str("|---|---|---:|---:|---:|---:|\n");
+        let _ = writeln!(md, "{}\n", crate::stacks::STACKS_EXPLAINED);
+        md.push_str(
+            "| stack | cell | p50 | p99 | floor p50 | cell / floor | its own setup p50 | cell / own setup |\n",
+        );
+        md.push_str("|---|---|---:|---:|---:|---:|---:|---:|\n");
         for stack in &stacks {
             let r = stack.result;
             let dash = || "-".to_string();
             let _ = writeln!(
                 md,
-                "| {} | `{}` | {} | {} | {} | {} |",
+                "| {} | `{}` | {} | {} | {} | {} | {} | {} |",
                 stack.name,
                 r.cell.id,
                 r.latency_ns.map_or_else(dash, |l| nanos(l.p50)),
@@ -89,6 +92,11 @@ pub fn markdown(report: &LegReport) -> String {
                     .map_or_else(dash, |f| format!("{} ({})", nanos(f.p50_ns), f.probe)),
                 r.floor
                     .and_then(|f| f.ratio)
+                    .map_or_else(dash, |x| format!("{x:.2}x")),
+                r.own_setup.as_ref().map_or_else(dash, |o| nanos(o.p50_ns)),
+                r.own_setup
+                    .as_ref()
+                    .and_then(|o| o.ratio)
                     .map_or_else(dash, |x| format!("{x:.2}x")),
             );
         }

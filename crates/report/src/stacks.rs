@@ -6,6 +6,9 @@ use crate::model::LegReport;
 use ipc_matrix_results::CellResult;
 use ipc_matrix_spec::{Cell, ScenarioKind};
 
+/// How to read the stacks table, on the page above it.
+pub const STACKS_EXPLAINED: &str = "Each stack's median round trip (p50) stands next to two references timed in the same run on the same two CPUs: its floor, the simplest exchange of the payload its transport could do (two threads copying it through shared memory, or a socket pair), and, where the stack's authors publish a benchmark, that benchmark's own setup (iceoryx2's publish-subscribe benchmark for iceoryx2 busy-poll cells). cell / floor is what the stack and the harness cost above the machine; cell / own setup is what the harness adds to the stack as its authors use it: a separate peer process, every byte of every reply checked, deadlines and liveness looks. A ratio under 1 is a cell faster than its reference: a zero-copy stack's loans beat a copying floor.";
+
 /// The payload the stacks are compared at.
 pub const STACK_PAYLOAD: u64 = 200;
 

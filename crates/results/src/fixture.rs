@@ -90,6 +90,7 @@ pub fn passed(cell: &Cell, environment: &Environment, samples_ns: Vec<u64>) -> C
             stdev: variance.sqrt(),
         }),
         message_path: None,
+        own_setup: None,
         load: None,
         logging: None,
         instructions: None,

@@ -18,8 +18,9 @@ pub use environment::{leg_name, Environment, RUNNER_ENV};
 pub use printable::printable;
 pub use schema::{
     CellResult, CodecStages, CountingSetup, Failure, FailureKind, Floor, FloorProbe, Fragmentation,
-    InstructionCounts, LatencyStats, LoadStats, LoggingStats, MessagePath, Outcome, Placement,
-    Throughput, BELOW_FLOOR, MAX_RESULT_FILE_BYTES, MAX_SAMPLES_KEPT, RESULT_SCHEMA_VERSION,
+    InstructionCounts, LatencyStats, LoadStats, LoggingStats, MessagePath, Outcome, OwnSetup,
+    Placement, Throughput, BELOW_FLOOR, MAX_RESULT_FILE_BYTES, MAX_SAMPLES_KEPT,
+    RESULT_SCHEMA_VERSION,
 };
 pub use store::{
     cell_file_name, describe_file_kind, open_regular, read_bounded, read_results, read_run,

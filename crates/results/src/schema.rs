@@ -68,6 +68,11 @@ pub struct CellResult {
     /// (`IPC_MATRIX_PEER_EXTRA_WORK`): more instructions on purpose.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_extra_work: Option<u64>,
+    /// The cell's stack as its own authors measure it: their benchmark's setup, timed on
+    /// the cell's CPUs with its payload just before the cell (iceoryx2's busy-poll echo
+    /// cells). Absent for stacks without one, and when the setup could not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_setup: Option<OwnSetup>,
     /// How the round trips' bytes moved between the cell's code and its transport, for
     /// kinds over a channel (`echo`, `bulk`, `codec`): absent for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -96,6 +101,22 @@ pub struct CellResult {
     pub wall_seconds: f64,
     pub finished_at_unix: u64,
     pub environment: Environment,
+}
+
+/// A stack's own benchmark setup, timed round trip by round trip as the cell times its
+/// own ([`CellResult::own_setup`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OwnSetup {
+    /// What ran: the benchmark it reproduces and its settings.
+    pub setup: String,
+    pub p50_ns: u64,
+    /// The mean round trip: what the stack's own benchmark prints (as half of it, one way).
+    pub mean_ns: u64,
+    /// Round trips timed.
+    pub round_trips: u64,
+    /// The cell's median round trip over `p50_ns`: what the harness adds to the stack as
+    /// its authors use it (absent when the cell measured nothing).
+    pub ratio: Option<f64>,
 }
 
 /// How a round trip's bytes move between the cell's code and its transport.

@@ -15,6 +15,7 @@
 //!   (one transport-error mapping, one clean-exit check).
 //! - `floor`: the machine's floor of a cell, timed in blocks between the cell's own round
 //!   trips (a busy-polling peer stopped through `spawn` meanwhile).
+//! - `own_setup`: a stack's own benchmark setup (iceoryx2's), timed before its cells.
 //! - `spawn`: the peer process (one goodbye deadline).
 //! - `second_host`: a `host: netns` cell's network namespace and veth link, made
 //!   around the cell by the runner, and the sweep of those a killed run left.
@@ -32,6 +33,7 @@ mod context;
 mod failure;
 
 mod floor;
+mod own_setup;
 
 mod spawn;
 

@@ -7,12 +7,13 @@ use crate::counting::{Counting, COUNT_FILE_ENV};
 use crate::failure::setup_failure;
 use crate::floor::{cell_floor, InterleavedFloor};
 use crate::kinds::{self, Harness};
+use crate::own_setup;
 use crate::placement::{self, PinnedThread};
 use crate::pressure::PressureMeter;
 use crate::probe::core_to_core_ns;
 use crate::second_host::Link;
 use ipc_matrix_results::{
-    CellResult, Environment, Failure, FailureKind, Outcome, Placement, Throughput,
+    CellResult, Environment, Failure, FailureKind, Outcome, OwnSetup, Placement, Throughput,
     RESULT_SCHEMA_VERSION,
 };
 use ipc_matrix_spec::{
@@ -46,6 +47,11 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     let interleaved_floor = pinned
         .is_ok()
         .then(|| cell_floor(cell, placement))
+        .flatten();
+    // The stack as its own authors measure it, timed just before the cell on its CPUs.
+    let own_setup = pinned
+        .is_ok()
+        .then(|| own_setup::for_cell(cell, placement))
         .flatten();
     // Asked to count but not counted: the cell fails at its start rather than pass
     // with no count.
@@ -165,6 +171,12 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         peer_delay_us: options.peer_delay_for(cell).map(|d| d.as_micros() as u64),
         peer_extra_work: options.peer_extra_work_for(cell),
         message_path: tally.message_path,
+        own_setup: own_setup.map(|own| OwnSetup {
+            ratio: recorder
+                .stats()
+                .map(|stats| stats.p50 as f64 / own.p50_ns.max(1) as f64),
+            ..own
+        }),
         load: tally.load,
         logging: tally.logging,
         instructions,

@@ -41,6 +41,7 @@
 //!   thread-safe one adds a mutex to every send and receive.
 
 mod files;
+pub mod own_benchmark;
 pub(crate) mod sweep;
 
 use crate::address::PeerAddress;

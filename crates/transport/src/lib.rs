@@ -36,6 +36,7 @@ pub use address::{PeerAddress, SocketEndpoint, SocketKind};
 pub use artifact::{unnamed_file, PrivateDir, ARTIFACT_PREFIX};
 pub use contract::{Acceptor, Channel, Loans};
 pub use error::TransportError;
+pub use iceoryx2::own_benchmark as iceoryx2_own_benchmark;
 pub use ipc_matrix_spec::{ChannelKind, WakeMode};
 pub use platform::{
     allowed_cpus, die_with_parent, futex_wait, futex_wake, process_alive, process_table,
