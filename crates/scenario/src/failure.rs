@@ -93,12 +93,12 @@ pub(crate) fn transport_failure_kind(e: &TransportError) -> FailureKind {
 pub(crate) const STARTED: &str = "the process the cell started";
 
 /// Before its goodbye, the process the cell started (`who`: "the process the cell
-/// started", "peer 2, a process the cell started") must
-/// still run, and be alone: one that exited already was never told goodbye, so the
-/// replies came from something else (a process it left behind, in its group or not) or
-/// it stopped on its own after the last one; and beside another process of its own (its
-/// group, its descendants) the replies may have come from that one. Either way the cell
-/// did not measure the peer it started, to the end.
+/// started", "peer 2, a process the cell started") must still run, and hold the only
+/// sockets among its own: one that exited already was never told goodbye, so the replies
+/// came from something else (a process it left behind, in its group or not) or it stopped
+/// on its own after the last one; and beside another process of its own (its group, its
+/// descendants) that holds a socket, the replies may have come from that one. Either way
+/// the cell did not measure the peer it started, to the end.
 pub(crate) fn expect_running_before_goodbye(
     peer: &mut PeerProcess,
     who: &str,
@@ -137,7 +137,7 @@ pub(crate) fn expect_running_before_goodbye(
         false => String::new(),
     };
     Err(shutdown(format!(
-        "besides {who} (pid {}), process {}{more} of its own (in its process group or started by it) ran at the goodbye, so the replies may not have come from the process started: a peer serves in the process the cell starts (a wrapper must `exec` it){}",
+        "besides {who} (pid {}), process {}{more} of its own (in its process group or started by it) ran at the goodbye holding a socket, so the replies may not have come from the process started: a peer serves in the process the cell starts (a wrapper must `exec` it){}",
         peer.pid(),
         named.join(", "),
         peer_epilogue(peer)

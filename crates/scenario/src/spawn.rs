@@ -210,11 +210,12 @@ impl PeerProcess {
         self.status
     }
 
-    /// The live processes besides the started one that are its own: in its process
-    /// group, or descended from it (a child that left the group with `setsid` keeps its
-    /// parent), or descended from those. Any of them may have sent a reply, so the cell
-    /// cannot say its replies came from the process it started. `Err` when /proc cannot
-    /// be read.
+    /// The live processes besides the started one that are its own (in its process
+    /// group, or descended from it: a child that left the group with `setsid` keeps its
+    /// parent, or descended from those) and hold a socket. Any of them may have sent a
+    /// reply, so the cell cannot say its replies came from the process it started. One
+    /// that holds none (a sleeper, a logger writing to the stderr pipe) cannot have.
+    /// `Err` when /proc cannot be read.
     pub fn others_of_its_own(&self) -> io::Result<Vec<ipc_matrix_transport::ProcessEntry>> {
         let started = self.child.id();
         let table = ipc_matrix_transport::process_table()?;
@@ -231,6 +232,7 @@ impl PeerProcess {
                 }
             }
             if others.len() == before {
+                others.retain(|p| ipc_matrix_transport::holds_a_socket(p.pid));
                 return Ok(others);
             }
         }

@@ -39,8 +39,8 @@ pub use error::TransportError;
 pub use iceoryx2::own_benchmark as iceoryx2_own_benchmark;
 pub use ipc_matrix_spec::{ChannelKind, WakeMode};
 pub use platform::{
-    allowed_cpus, die_with_parent, futex_wait, futex_wake, process_alive, process_table,
-    set_thread_cpus, thread_states, FutexWake, ProcessEntry,
+    allowed_cpus, die_with_parent, futex_wait, futex_wake, holds_a_socket, process_alive,
+    process_table, set_thread_cpus, thread_states, FutexWake, ProcessEntry,
 };
 pub use shm::{SHM_CHUNK, SHM_RING_SLOTS};
 pub use sweep::{remove_stale_artifacts, remove_stale_artifacts_in, Removed};

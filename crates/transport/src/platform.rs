@@ -138,6 +138,23 @@ pub fn process_table() -> std::io::Result<Vec<ProcessEntry>> {
     Ok(table)
 }
 
+/// Whether process `pid` holds a socket (a descriptor that is `socket:[inode]`): one that
+/// could send a reply. A process that cannot be looked at (gone, or of another user) is
+/// taken to hold one, so that what cannot be told is never a pass.
+pub fn holds_a_socket(pid: u32) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return true;
+    };
+    fds.filter_map(Result::ok).any(|fd| {
+        std::fs::read_link(fd.path()).is_ok_and(|target| {
+            target
+                .as_os_str()
+                .as_encoded_bytes()
+                .starts_with(b"socket:")
+        })
+    })
+}
+
 /// `pid (name) state parent group ...`, or `None` for a zombie or a line of another shape.
 fn parse_stat(pid: u32, stat: &str) -> Option<ProcessEntry> {
     let (head, rest) = stat.rsplit_once(')')?;
@@ -243,6 +260,11 @@ mod tests {
             .expect("the child");
         assert_eq!(theirs.parent, me);
         assert_eq!(theirs.group, ours.group);
+        // A sleeper holds no socket; this process, a listener, does.
+        assert!(!holds_a_socket(child.id()));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        assert!(holds_a_socket(me));
+        drop(listener);
         child.kill().unwrap();
         child.wait().unwrap();
         // Reaped: gone from the table; and a zombie never appears in it.
