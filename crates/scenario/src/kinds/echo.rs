@@ -72,16 +72,24 @@ pub(crate) fn echo(
             failure.reason.push_str(&peer_epilogue(&mut peer));
             failure
         })?;
+    let requests = match codec {
+        Some(codec) => Requests::frames(codec, cell.seed, len),
+        None => Requests::payload(cell.seed, len),
+    };
+    if path == MessagePath::Loaned {
+        let mut endpoint = LoanedEndpoint {
+            channel,
+            peer,
+            limit,
+        };
+        return round_trip::measure(cell, limits, &mut endpoint, requests, tally);
+    }
     let mut endpoint = ChannelEndpoint {
         channel,
         peer,
         reply: Vec::with_capacity(limit),
         limit,
-        path,
-    };
-    let requests = match codec {
-        Some(codec) => Requests::frames(codec, cell.seed, len),
-        None => Requests::payload(cell.seed, len),
+        exchanges: path == MessagePath::Streamed,
     };
     round_trip::measure(cell, limits, &mut endpoint, requests, tally)
 }
@@ -113,30 +121,91 @@ fn message_path(
     }
 }
 
-/// The measuring side of a channel to an echoing peer.
+/// The measuring side of a channel to an echoing peer, on the copying path (or streamed:
+/// one [`Channel::exchange`] a round trip). Its methods are what they were before the
+/// loaned path existed, which has an endpoint of its own ([`LoanedEndpoint`]): so the
+/// other transports' round trips (and their counts) stay as they were.
 struct ChannelEndpoint {
     channel: Box<dyn Channel>,
     peer: PeerProcess,
     reply: Vec<u8>,
     limit: usize,
-    /// Streamed: a round trip is one [`Channel::exchange`]; loaned: requests go out of
-    /// loans and replies are borrowed ([`message_path`]).
-    path: MessagePath,
+    /// The peer echoes as it receives ([`PeerConfig::echoes_as_it_receives`]): a round
+    /// trip is one [`Channel::exchange`].
+    exchanges: bool,
 }
 
-impl ChannelEndpoint {
+impl Endpoint for ChannelEndpoint {
+    fn send(&mut self, request: &[u8], deadline: Instant) -> Result<(), Broken> {
+        self.channel
+            .send(request, deadline)
+            .map_err(|e| broken("sending the request", e))
+    }
+
+    fn receive(&mut self, deadline: Instant) -> Result<Answer, Broken> {
+        match self.channel.recv(&mut self.reply, self.limit, deadline) {
+            Ok(()) => Ok(Answer::Replied),
+            Err(TransportError::Timeout { .. }) if self.channel.is_lossy() => Ok(Answer::Lost),
+            Err(e) => Err(broken("waiting for the reply", e)),
+        }
+    }
+
+    fn exchange(&mut self, request: &[u8], deadline: Instant) -> Result<Answer, Broken> {
+        if !self.exchanges {
+            self.send(request, deadline)?;
+            return self.receive(deadline);
+        }
+        self.channel
+            .exchange(request, &mut self.reply, self.limit, deadline)
+            .map(|()| Answer::Replied)
+            .map_err(|e| broken("exchanging the request for its reply", e))
+    }
+
+    fn reply(&mut self) -> Result<&[u8], Broken> {
+        Ok(&self.reply)
+    }
+
+    fn is_lossy(&self) -> bool {
+        self.channel.is_lossy()
+    }
+
+    fn peer(&mut self) -> &mut PeerProcess {
+        &mut self.peer
+    }
+
+    fn goodbye(&mut self) -> Result<(), Failure> {
+        goodbye(
+            self.channel.as_mut(),
+            &mut self.peer,
+            (&mut self.reply, self.limit),
+        )
+    }
+}
+
+/// The measuring side on the transport's loans ([`MessagePath::Loaned`]): each request
+/// written into a loan, the next request's loan taken before the wait for the reply, each
+/// reply checked where it lies.
+struct LoanedEndpoint {
+    channel: Box<dyn Channel>,
+    peer: PeerProcess,
+    limit: usize,
+}
+
+impl LoanedEndpoint {
     fn loans(&mut self) -> Result<&mut dyn Loans, Broken> {
         self.channel.loans().ok_or((
             FailureKind::Setup,
             "the transport has no loaned path, yet the cell was to loan".into(),
         ))
     }
+}
 
+impl Endpoint for LoanedEndpoint {
     /// Sends `request` from a loan: the one taken ahead when it has the request's length
     /// (else a new one), filled and committed; then takes the next request's loan, before
     /// the wait for this one's reply, as a zero-copy stack's users do. The previous reply,
     /// checked by now, is released first.
-    fn send_loaned(&mut self, request: &[u8], deadline: Instant) -> Result<(), Broken> {
+    fn send(&mut self, request: &[u8], deadline: Instant) -> Result<(), Broken> {
         let loans = self.loans()?;
         loans.release();
         if loans
@@ -158,105 +227,81 @@ impl ChannelEndpoint {
             .map_err(|e| broken("loaning the next request", e))?;
         Ok(())
     }
-}
-
-impl Endpoint for ChannelEndpoint {
-    fn send(&mut self, request: &[u8], deadline: Instant) -> Result<(), Broken> {
-        if self.path == MessagePath::Loaned {
-            return self.send_loaned(request, deadline);
-        }
-        self.channel
-            .send(request, deadline)
-            .map_err(|e| broken("sending the request", e))
-    }
 
     fn receive(&mut self, deadline: Instant) -> Result<Answer, Broken> {
         let limit = self.limit;
-        if self.path == MessagePath::Loaned {
-            return match self.loans()?.borrow(limit, deadline) {
-                Ok(_) => Ok(Answer::Replied),
-                Err(e) => Err(broken("waiting for the reply", e)),
-            };
-        }
-        match self.channel.recv(&mut self.reply, limit, deadline) {
-            Ok(()) => Ok(Answer::Replied),
-            Err(TransportError::Timeout { .. }) if self.channel.is_lossy() => Ok(Answer::Lost),
+        match self.loans()?.borrow(limit, deadline) {
+            Ok(_) => Ok(Answer::Replied),
             Err(e) => Err(broken("waiting for the reply", e)),
         }
     }
 
-    fn exchange(&mut self, request: &[u8], deadline: Instant) -> Result<Answer, Broken> {
-        if self.path != MessagePath::Streamed {
-            self.send(request, deadline)?;
-            return self.receive(deadline);
-        }
-        self.channel
-            .exchange(request, &mut self.reply, self.limit, deadline)
-            .map(|()| Answer::Replied)
-            .map_err(|e| broken("exchanging the request for its reply", e))
-    }
-
     fn reply(&mut self) -> Result<&[u8], Broken> {
-        if self.path == MessagePath::Loaned {
-            return self.loans()?.borrowed().ok_or((
-                FailureKind::Protocol,
-                "no reply is borrowed to check".into(),
-            ));
-        }
-        Ok(&self.reply)
-    }
-
-    fn is_lossy(&self) -> bool {
-        self.channel.is_lossy()
+        self.loans()?.borrowed().ok_or((
+            FailureKind::Protocol,
+            "no reply is borrowed to check".into(),
+        ))
     }
 
     fn peer(&mut self) -> &mut PeerProcess {
         &mut self.peer
     }
 
-    /// An empty message says goodbye; the peer exits cleanly, and nothing follows (a
-    /// reply to the goodbye, or a second reply to an earlier request).
     fn goodbye(&mut self) -> Result<(), Failure> {
-        expect_running_before_goodbye(&mut self.peer, STARTED)?;
         // The loan taken ahead and the last reply go back: the goodbye and what follows
         // it take the copying path.
         if let Some(loans) = self.channel.loans() {
             loans.cancel();
             loans.release();
         }
-        let deadline = Instant::now() + GOODBYE_WITHIN;
-        let said = self
-            .channel
-            .send(&[], deadline)
-            .map_err(|e| format!("goodbye not delivered: {e}"));
-        expect_clean_exit(&mut self.peer, said, deadline)?;
-        // The peer is gone: a stream reads its end at once, a datagram socket only what
-        // was already sent.
-        let after = Instant::now() + NOTHING_AFTER_GOODBYE;
-        match self.channel.recv(&mut self.reply, self.limit, after) {
-            Ok(()) => Err(Failure {
-                kind: FailureKind::Protocol,
-                round_trip: None,
-                reason: format!(
-                    "the peer sent a message of {} bytes after its last reply, which no request asked for (a reply to the goodbye, or a second reply)",
-                    self.reply.len()
-                ),
-            }),
-            // A stream's end closed with the goodbye still unread in it, or closed before
-            // the goodbye reached it (its kernel then reset the connection): the peer
-            // exited after its last reply without reading on.
-            Err(TransportError::Reset) => Err(Failure {
-                kind: FailureKind::Shutdown,
-                round_trip: None,
-                reason: "the peer exited without reading its goodbye: it closed its connection with the goodbye unread (a peer must read on until the empty message and exit after it)".into(),
-            }),
-            Err(TransportError::Closed) if self.channel.reset_after_close() => Err(Failure {
-                kind: FailureKind::Shutdown,
-                round_trip: None,
-                reason: "the peer exited without reading its goodbye: it closed its connection before the goodbye reached it, and its kernel reset the connection (a peer must read on until the empty message and exit after it)".into(),
-            }),
-            Err(_) => Ok(()),
-        }
+        let mut after = Vec::new();
+        goodbye(
+            self.channel.as_mut(),
+            &mut self.peer,
+            (&mut after, self.limit),
+        )
+    }
+}
+
+/// An empty message says goodbye; the peer exits cleanly, and nothing follows (a
+/// reply to the goodbye, or a second reply to an earlier request).
+fn goodbye(
+    channel: &mut dyn Channel,
+    peer: &mut PeerProcess,
+    (reply, limit): (&mut Vec<u8>, usize),
+) -> Result<(), Failure> {
+    expect_running_before_goodbye(peer, STARTED)?;
+    let deadline = Instant::now() + GOODBYE_WITHIN;
+    let said = channel
+        .send(&[], deadline)
+        .map_err(|e| format!("goodbye not delivered: {e}"));
+    expect_clean_exit(peer, said, deadline)?;
+    // The peer is gone: a stream reads its end at once, a datagram socket only what
+    // was already sent.
+    let after = Instant::now() + NOTHING_AFTER_GOODBYE;
+    match channel.recv(reply, limit, after) {
+        Ok(()) => Err(Failure {
+            kind: FailureKind::Protocol,
+            round_trip: None,
+            reason: format!(
+                "the peer sent a message of {} bytes after its last reply, which no request asked for (a reply to the goodbye, or a second reply)",
+                reply.len()
+            ),
+        }),
+        // A stream's end closed with the goodbye still unread in it, or closed before
+        // the goodbye reached it (its kernel then reset the connection): the peer
+        // exited after its last reply without reading on.
+        Err(TransportError::Reset) => Err(Failure {
+            kind: FailureKind::Shutdown,
+            round_trip: None,
+            reason: "the peer exited without reading its goodbye: it closed its connection with the goodbye unread (a peer must read on until the empty message and exit after it)".into(),
+        }),
+        Err(TransportError::Closed) if channel.reset_after_close() => Err(Failure {
+            kind: FailureKind::Shutdown,
+            round_trip: None,
+            reason: "the peer exited without reading its goodbye: it closed its connection before the goodbye reached it, and its kernel reset the connection (a peer must read on until the empty message and exit after it)".into(),
+        }),
+        Err(_) => Ok(()),
     }
 }
 

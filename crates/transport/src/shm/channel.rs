@@ -34,6 +34,8 @@ pub struct ShmChannel {
     /// `rx_tail`, as checked when it was borrowed.
     pub(super) loaned: Option<usize>,
     pub(super) borrowed: Option<usize>,
+    /// Either of the two is open: what the copying path looks at, one byte.
+    pub(super) lent: bool,
 }
 
 // SAFETY: the mapping belongs to the process, not a thread; the channel is used by one
@@ -64,6 +66,7 @@ impl ShmChannel {
             rx_tail: 0,
             loaned: None,
             borrowed: None,
+            lent: false,
         };
         // Wherever the segment's creator left the rings.
         let count =

@@ -16,18 +16,28 @@ use std::time::Instant;
 
 impl ShmChannel {
     /// Fails while a loan or a borrowed message is open: the copying path would write
-    /// the loaned slot, or take the borrowed message a second time.
+    /// the loaned slot, or take the borrowed message a second time. One byte looked at
+    /// on the copying path; the error is made out of line.
     #[inline]
     pub(super) fn nothing_on_loan(&self) -> Result<(), TransportError> {
-        match (self.loaned, self.borrowed.is_some()) {
-            (None, false) => Ok(()),
-            (Some(_), _) => Err(TransportError::Loan(
-                "a loan is open: commit it before sending on the copying path".into(),
-            )),
-            (None, true) => Err(TransportError::Loan(
-                "a message is borrowed: release it before receiving again".into(),
-            )),
+        match self.lent {
+            false => Ok(()),
+            true => Err(self.lent_error()),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn lent_error(&self) -> TransportError {
+        TransportError::Loan(match self.loaned {
+            Some(_) => "a loan is open: commit it before sending on the copying path".into(),
+            None => "a message is borrowed: release it before receiving again".into(),
+        })
+    }
+
+    /// Keeps `lent` true to whether a loan or a borrowed message is open.
+    fn update_lent(&mut self) {
+        self.lent = self.loaned.is_some() || self.borrowed.is_some();
     }
 }
 
@@ -62,6 +72,7 @@ impl Loans for ShmChannel {
         self.wait_for_free_slot(self.tx_head, &mut tail_seen, deadline)?;
         self.tail_seen = tail_seen;
         self.loaned = Some(len);
+        self.update_lent();
         let slot = self.slot(self.tx, self.tx_head);
         // SAFETY: the slot at the head is free, so ours until it is published; it holds
         // slot_size >= len bytes after its header, inside the mapping, which holds bytes
@@ -79,6 +90,7 @@ impl Loans for ShmChannel {
     fn cancel(&mut self) {
         // The slot was only reserved: nothing was published.
         self.loaned = None;
+        self.update_lent();
     }
 
     fn commit(&mut self, _deadline: Instant) -> Result<(), TransportError> {
@@ -86,6 +98,7 @@ impl Loans for ShmChannel {
             .loaned
             .take()
             .ok_or_else(|| TransportError::Loan("no loan is open to commit".into()))?;
+        self.update_lent();
         let published = Published {
             count: self.tx_head.wrapping_add(1),
             chunk: len as u32,
@@ -119,6 +132,7 @@ impl Loans for ShmChannel {
             )));
         }
         self.borrowed = Some(chunk.len);
+        self.update_lent();
         Ok(self.borrowed_bytes(chunk.len))
     }
 
@@ -128,6 +142,7 @@ impl Loans for ShmChannel {
 
     fn release(&mut self) {
         if self.borrowed.take().is_some() {
+            self.update_lent();
             let mut tail = self.rx_tail;
             self.free_slot(&mut tail);
             self.rx_tail = tail;
