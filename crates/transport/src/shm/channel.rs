@@ -29,13 +29,13 @@ pub struct ShmChannel {
     /// of a 300 ns busy-poll round trip on a 2-vCPU AMD VM).
     pub(super) tx_head: u32,
     pub(super) rx_tail: u32,
-    /// The loaned path ([`crate::Loans`], `loans.rs`): the length of the open loan, whose
-    /// room is the slot at `tx_head`; the length of the borrowed message, the one at
-    /// `rx_tail`, as checked when it was borrowed.
-    pub(super) loaned: Option<usize>,
-    pub(super) borrowed: Option<usize>,
-    /// Either of the two is open: what the copying path looks at, one byte.
-    pub(super) lent: bool,
+    /// The loaned path ([`crate::Loans`], `loans.rs`): the open loan, its length and the
+    /// head whose slot is its room; the borrowed message, its length (as checked when it
+    /// was borrowed) and the tail whose slot holds it. The copying path never looks at
+    /// them (its round trips cost what they did before loans): the loaned path sees from
+    /// the positions whether the copying path moved on meanwhile.
+    pub(super) loaned: Option<(usize, u32)>,
+    pub(super) borrowed: Option<(usize, u32)>,
 }
 
 // SAFETY: the mapping belongs to the process, not a thread; the channel is used by one
@@ -66,7 +66,6 @@ impl ShmChannel {
             rx_tail: 0,
             loaned: None,
             borrowed: None,
-            lent: false,
         };
         // Wherever the segment's creator left the rings.
         let count =
@@ -573,7 +572,6 @@ impl ShmChannel {
 
 impl Channel for ShmChannel {
     fn send(&mut self, message: &[u8], deadline: Instant) -> Result<(), TransportError> {
-        self.nothing_on_loan()?;
         let (mut head, mut tail_seen) = (self.tx_head, self.tail_seen);
         let sent = self.send_chunks(message, 0, deadline, &mut head, &mut tail_seen);
         (self.tx_head, self.tail_seen) = (head, tail_seen);
@@ -586,7 +584,6 @@ impl Channel for ShmChannel {
         limit: usize,
         deadline: Instant,
     ) -> Result<(), TransportError> {
-        self.nothing_on_loan()?;
         let mut tail = self.rx_tail;
         let received = self.recv_chunks(buf, limit, deadline, &mut tail);
         self.rx_tail = tail;
@@ -604,7 +601,6 @@ impl Channel for ShmChannel {
             reply.clear();
             return self.send(request, deadline);
         }
-        self.nothing_on_loan()?;
         let (mut head, mut tail_seen, mut tail) = (self.tx_head, self.tail_seen, self.rx_tail);
         let exchanged = self.exchange_chunks(
             request,
@@ -623,7 +619,6 @@ impl Channel for ShmChannel {
         limit: usize,
         deadline: Instant,
     ) -> Result<usize, TransportError> {
-        self.nothing_on_loan()?;
         let (mut head, mut tail_seen, mut tail) = (self.tx_head, self.tail_seen, self.rx_tail);
         let echoed = self.echo_chunks(limit, deadline, &mut tail, (&mut head, &mut tail_seen));
         (self.tx_head, self.tail_seen, self.rx_tail) = (head, tail_seen, tail);

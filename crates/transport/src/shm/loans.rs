@@ -3,6 +3,13 @@
 //! borrowed message is the slot at the tail of the ring it receives on, lent where it
 //! lies and freed by the release. So a message on the loaned path is at most one slot.
 //!
+//! The copying path never looks at the loaned path's state, so that its round trips cost
+//! what they did before loans. A copying send while a loan is open takes the loan's room
+//! (the slot at the head) for its own message, which goes out whole; the loan is then
+//! stale, and its commit is refused rather than publish a slot it no longer owns. A
+//! copying receive while a message is borrowed takes that message (a copy of it) and
+//! frees its slot; the borrow is then stale, and its release gives back nothing more.
+//!
 //! Lent slices break the rule the copying path keeps (memory the other process writes
 //! is touched only through raw pointers): like iceoryx2's samples, they trust the other
 //! process not to write a slot it has handed over. That process is the cell's own peer
@@ -15,33 +22,30 @@ use crate::error::TransportError;
 use std::time::Instant;
 
 impl ShmChannel {
-    /// Fails while a loan or a borrowed message is open: the copying path would write
-    /// the loaned slot, or take the borrowed message a second time. One byte looked at
-    /// on the copying path; the error is made out of line.
-    #[inline]
-    pub(super) fn nothing_on_loan(&self) -> Result<(), TransportError> {
-        match self.lent {
-            false => Ok(()),
-            true => Err(self.lent_error()),
-        }
+    /// The open loan's length, if it is open and its room is still the slot at the head.
+    fn open_loan(&self) -> Option<usize> {
+        self.loaned
+            .filter(|&(_, head)| head == self.tx_head)
+            .map(|(len, _)| len)
     }
 
-    #[cold]
-    #[inline(never)]
-    fn lent_error(&self) -> TransportError {
-        TransportError::Loan(match self.loaned {
-            Some(_) => "a loan is open: commit it before sending on the copying path".into(),
-            None => "a message is borrowed: release it before receiving again".into(),
-        })
+    /// The borrowed message's length, if its slot is still the one at the tail.
+    fn open_borrow(&self) -> Option<usize> {
+        self.borrowed
+            .filter(|&(_, tail)| tail == self.rx_tail)
+            .map(|(len, _)| len)
     }
 
-    /// Keeps `lent` true to whether a loan or a borrowed message is open.
-    fn update_lent(&mut self) {
-        self.lent = self.loaned.is_some() || self.borrowed.is_some();
+    /// `len` bytes of room in the slot at the head, the open loan's.
+    fn loan_room(&mut self, len: usize) -> &mut [u8] {
+        let slot = self.slot(self.tx, self.tx_head);
+        // SAFETY: the slot at the head is free (waited for by `loan`), so ours until it
+        // is published; it holds slot_size >= len bytes after its header, inside the
+        // mapping, which holds bytes (the kernel zeroes a new segment); `&mut self` keeps
+        // any other slice of it from living meanwhile.
+        unsafe { std::slice::from_raw_parts_mut(slot.add(SLOT_HEADER), len) }
     }
-}
 
-impl ShmChannel {
     /// The borrowed message: `len` bytes (what `check_chunk` found inside the slot when
     /// it was borrowed) of the slot at the tail.
     fn borrowed_bytes(&self, len: usize) -> &[u8] {
@@ -59,7 +63,7 @@ impl Loans for ShmChannel {
     }
 
     fn loan(&mut self, len: usize, deadline: Instant) -> Result<&mut [u8], TransportError> {
-        if self.loaned.is_some() {
+        if self.open_loan().is_some() {
             return Err(TransportError::Loan("a loan is already open".into()));
         }
         if len > self.layout.slot_size {
@@ -71,34 +75,32 @@ impl Loans for ShmChannel {
         let mut tail_seen = self.tail_seen;
         self.wait_for_free_slot(self.tx_head, &mut tail_seen, deadline)?;
         self.tail_seen = tail_seen;
-        self.loaned = Some(len);
-        self.update_lent();
-        let slot = self.slot(self.tx, self.tx_head);
-        // SAFETY: the slot at the head is free, so ours until it is published; it holds
-        // slot_size >= len bytes after its header, inside the mapping, which holds bytes
-        // (the kernel zeroes a new segment) and nothing else points into it meanwhile.
-        Ok(unsafe { std::slice::from_raw_parts_mut(slot.add(SLOT_HEADER), len) })
+        self.loaned = Some((len, self.tx_head));
+        Ok(self.loan_room(len))
     }
 
     fn loaned(&mut self) -> Option<&mut [u8]> {
-        let len = self.loaned?;
-        let slot = self.slot(self.tx, self.tx_head);
-        // SAFETY: as in `loan`: the open loan's slot is still this side's, unpublished.
-        Some(unsafe { std::slice::from_raw_parts_mut(slot.add(SLOT_HEADER), len) })
+        let len = self.open_loan()?;
+        Some(self.loan_room(len))
     }
 
     fn cancel(&mut self) {
         // The slot was only reserved: nothing was published.
         self.loaned = None;
-        self.update_lent();
     }
 
     fn commit(&mut self, _deadline: Instant) -> Result<(), TransportError> {
-        let len = self
-            .loaned
-            .take()
-            .ok_or_else(|| TransportError::Loan("no loan is open to commit".into()))?;
-        self.update_lent();
+        let open = self.open_loan();
+        let was = self.loaned.take();
+        let len = match (open, was) {
+            (Some(len), _) => len,
+            (None, Some(_)) => {
+                return Err(TransportError::Loan(
+                    "the copying path sent a message in this loan's room while it was open: the loan is dropped, unsent".into(),
+                ))
+            }
+            (None, None) => return Err(TransportError::Loan("no loan is open to commit".into())),
+        };
         let published = Published {
             count: self.tx_head.wrapping_add(1),
             chunk: len as u32,
@@ -111,7 +113,7 @@ impl Loans for ShmChannel {
     }
 
     fn borrow(&mut self, limit: usize, deadline: Instant) -> Result<&[u8], TransportError> {
-        if self.borrowed.is_some() {
+        if self.open_borrow().is_some() {
             return Err(TransportError::Loan("a message is already borrowed".into()));
         }
         let next = self.rx_tail;
@@ -131,18 +133,18 @@ impl Loans for ShmChannel {
                 self.layout.slot_size
             )));
         }
-        self.borrowed = Some(chunk.len);
-        self.update_lent();
+        self.borrowed = Some((chunk.len, next));
         Ok(self.borrowed_bytes(chunk.len))
     }
 
     fn borrowed(&self) -> Option<&[u8]> {
-        self.borrowed.map(|len| self.borrowed_bytes(len))
+        self.open_borrow().map(|len| self.borrowed_bytes(len))
     }
 
     fn release(&mut self) {
-        if self.borrowed.take().is_some() {
-            self.update_lent();
+        let open = self.open_borrow();
+        self.borrowed = None;
+        if open.is_some() {
             let mut tail = self.rx_tail;
             self.free_slot(&mut tail);
             self.rx_tail = tail;
