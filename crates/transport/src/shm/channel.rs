@@ -293,18 +293,23 @@ impl ShmChannel {
             more,
         };
         let slot = self.slot(self.tx, *head);
-        // SAFETY: the slot is ours until head is published; it has room for slot_size
-        // bytes after its header; `chunk` <= slot_size and the source is valid and apart
-        // (the caller's word).
-        unsafe { std::ptr::copy_nonoverlapping(bytes, slot.add(SLOT_HEADER), chunk) };
-        self.publish_slot(published, message_len, head);
+        // SAFETY: the slot is ours until head is published; it has room for the header
+        // and slot_size bytes; `chunk` <= slot_size and the source is valid and apart
+        // (the caller's word). The header is for a consumer that has fallen behind (the
+        // counter then tells a later chunk's length) and for the length of a message of
+        // several chunks.
+        unsafe {
+            slot.cast::<u32>().write(published.chunk_info());
+            slot.add(8).cast::<u64>().write(message_len as u64);
+            std::ptr::copy_nonoverlapping(bytes, slot.add(SLOT_HEADER), chunk);
+        }
+        *head = published.count;
+        self.publish(&self.ring(self.tx).head, published);
     }
 
-    /// Writes the header of the slot at `head`, whose bytes are in place, and publishes
-    /// it (`published`, the count past `head`), advancing `head`. The header is for a
-    /// consumer that has fallen behind (the counter then tells a later chunk's length)
-    /// and for the length of a message of several chunks.
-    #[inline]
+    /// Publishes the slot at `head`, whose bytes are in place (a loan's, filled): writes
+    /// its header as [`Self::put_raw`] does, advances `head` and publishes it. Apart from
+    /// `put_raw`, whose copying round trips stay as they were.
     pub(super) fn publish_slot(&self, published: Published, message_len: usize, head: &mut u32) {
         let slot = self.slot(self.tx, *head);
         // SAFETY: the slot is ours until head is published; its 16-byte header holds an
