@@ -106,6 +106,12 @@ pub trait Channel: Send {
 /// is (a loan taken ahead of the wait for a reply). A message on the loaned path is at
 /// most [`Loans::max_loan`] bytes; both paths carry the same messages, so a loaned send
 /// is received by either path on the other side, and so is a copied one.
+///
+/// The copying path of the same side while a loan or a borrowed message is open is
+/// refused (iceoryx2), or takes the loan's room or the borrowed message, after which the
+/// loan's commit is refused and the release gives back nothing (shared memory, whose
+/// copying path does not look at loans, so that its round trips cost what they did):
+/// never a message made of both, never one lost.
 pub trait Loans {
     /// The longest message a loan or a borrow holds: one shared-memory slot, one sample.
     fn max_loan(&self) -> usize;
