@@ -8,9 +8,11 @@
 //! iceoryx2's event benchmark (`blocking_wait`) is not reproduced: blocking cells have
 //! their futex floor only.
 
+use crate::measure::Recorder;
 use ipc_matrix_results::{OwnSetup, Placement};
 use ipc_matrix_spec::{Cell, ChannelKind, ScenarioKind, WakeMode};
 use ipc_matrix_transport::iceoryx2_own_benchmark::{deadline_for, publish_subscribe};
+use std::time::Duration;
 
 /// Round trips of the setup: untimed, then timed (at most as many as the cell's own).
 const WARMUP: u64 = 100;
@@ -33,16 +35,19 @@ pub(crate) fn for_cell(cell: &Cell, placement: Placement) -> Option<OwnSetup> {
     let payload = usize::try_from(cell.payload_bytes).ok()?;
     let timed = cell.iterations.clamp(1, MOST_TIMED);
     let cpus = (placement.measurer_cpu, placement.peer_cpu);
-    let mut times =
+    let times =
         publish_subscribe(payload, (WARMUP, timed), cpus, deadline_for(WARMUP + timed)).ok()?;
-    times.sort_unstable();
-    let p50_ns = *times.get(times.len() / 2)?;
-    let mean_ns = times.iter().sum::<u64>() / times.len() as u64;
+    // Into the recorder the cell's own round trips go through: the same percentiles.
+    let mut recorder = Recorder::new();
+    for &ns in &times {
+        recorder.record(Duration::from_nanos(ns));
+    }
+    let stats = recorder.stats()?;
     Some(OwnSetup {
         setup: IOX2_PUBLISH_SUBSCRIBE.into(),
-        p50_ns,
-        mean_ns,
-        round_trips: times.len() as u64,
+        p50_ns: stats.p50,
+        mean_ns: stats.mean as u64,
+        round_trips: stats.count,
         ratio: None,
     })
 }

@@ -350,15 +350,7 @@ fn exchange_echo(subject: Subject) -> Result<(), String> {
     if !reply.is_empty() {
         return Err(format!("the goodbye left a {}-byte reply", reply.len()));
     }
-    match peer.wait_exit(PROMPT) {
-        Some(status) if status.success() => {}
-        other => {
-            return Err(format!(
-                "the peer was to exit cleanly on the goodbye: {other:?}, {}",
-                peer.finish()
-            ))
-        }
-    }
+    exits_cleanly_on_the_goodbye(&mut peer, "the peer")?;
     let after = Instant::now() + Duration::from_millis(100);
     match channel.recv(&mut reply, EXCHANGE_LIMIT, after) {
         Ok(()) => Err(format!(
@@ -712,10 +704,15 @@ fn loaned_goodbye(channel: &mut dyn Channel, peer: &mut Peer) -> Result<(), Stri
         .commit(Instant::now() + OP)
         .map_err(|e| format!("the goodbye: {e}"))
         .map_err(with_stderr(peer))?;
+    exits_cleanly_on_the_goodbye(peer, "the peer")
+}
+
+/// The peer (`who`) exits 0 within PROMPT of its goodbye.
+fn exits_cleanly_on_the_goodbye(peer: &mut Peer, who: &str) -> Result<(), String> {
     match peer.wait_exit(PROMPT) {
         Some(status) if status.success() => Ok(()),
         other => Err(format!(
-            "the peer was to exit cleanly on the goodbye: {other:?}, {}",
+            "{who} was to exit cleanly on the goodbye: {other:?}, {}",
             peer.finish()
         )),
     }
@@ -828,13 +825,7 @@ fn loaned_and_copying_paths_meet(subject: Subject) -> Result<(), String> {
     channel
         .send(&[], Instant::now() + OP)
         .map_err(|e| format!("the goodbye: {e}"))?;
-    match peer.wait_exit(PROMPT) {
-        Some(status) if status.success() => Ok(()),
-        other => Err(format!(
-            "the loan-echoing peer was to exit cleanly on the goodbye: {other:?}, {}",
-            peer.finish()
-        )),
-    }
+    exits_cleanly_on_the_goodbye(&mut peer, "the loan-echoing peer")
 }
 
 /// What the loaned path cannot do it refuses, saying so, and the channel goes on: a
