@@ -222,12 +222,19 @@ pub fn allowed_cpus() -> Vec<usize> {
     }
 }
 
-/// Restricts the calling thread to `cpus` (an empty list allows nothing and is refused).
+/// Restricts the calling thread to `cpus` (an empty list allows nothing and is refused,
+/// and so is a CPU number past what a CPU set holds).
 pub fn set_thread_cpus(cpus: &[usize]) -> std::io::Result<()> {
     if cpus.is_empty() {
         return Err(std::io::Error::other("an empty CPU set"));
     }
-    // SAFETY: as above; CPU_SET only writes inside the set.
+    if let Some(cpu) = cpus.iter().find(|&&cpu| cpu >= libc::CPU_SETSIZE as usize) {
+        return Err(std::io::Error::other(format!(
+            "CPU {cpu} is past the {} a CPU set holds",
+            libc::CPU_SETSIZE
+        )));
+    }
+    // SAFETY: as above; CPU_SET only writes inside the set (each CPU is below its size).
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         for &cpu in cpus {
@@ -315,6 +322,15 @@ mod tests {
         assert_eq!(state_letter("42 (sleep) S 1"), Some('S'));
         assert_eq!(state_letter("42 (sleep)"), None);
         assert_eq!(state_letter("garbage"), None);
+    }
+
+    /// A CPU past what a CPU set holds is refused with a reason, not a panic; an empty
+    /// list too.
+    #[test]
+    fn cpus_a_cpu_set_cannot_hold_are_refused() {
+        let past = set_thread_cpus(&[libc::CPU_SETSIZE as usize]).unwrap_err();
+        assert!(past.to_string().contains("past the"), "{past}");
+        assert!(set_thread_cpus(&[]).is_err());
     }
 
     #[test]
