@@ -26,6 +26,7 @@ mod stream;
 mod tests;
 mod timing;
 
+use crate::blocks::{Schedule, BLOCKS};
 use crate::spawn::PausedPeer;
 use handoff::*;
 use ipc_matrix_results::{Floor, FloorProbe, Placement};
@@ -104,10 +105,6 @@ pub fn floor_for(cell: &Cell, placement: Placement) -> Option<Floor> {
     })
 }
 
-/// Blocks a cell's floor is timed in at most, one before each tenth (rounded up) of the
-/// cell's own measured round trips: fewer when that leaves too few round trips for ten.
-const BLOCKS: u64 = 10;
-
 /// The floor of `cell` on `placement` as the cell runner measures it: in blocks between
 /// the cell's own round trips (see [`InterleavedFloor`]). `None` as for [`floor_for`].
 pub(crate) fn cell_floor(cell: &Cell, placement: Placement) -> Option<InterleavedFloor> {
@@ -115,11 +112,7 @@ pub(crate) fn cell_floor(cell: &Cell, placement: Placement) -> Option<Interleave
 }
 
 /// A floor timed in blocks, each just before a block of the cell's own measured round
-/// trips, with one responder that lives as long as the cell's peer. Two consecutive
-/// 1,000-round-trip medians of the same TCP ping-pong differed by up to 30 % on a busy
-/// 2-vCPU VM, so a floor timed once before the cell gave ratios from 0.84x to 1.6x for
-/// the same cell in consecutive runs; alternating the two lets whatever the machine does
-/// meanwhile fall on both alike.
+/// trips ([`Schedule`]), with one responder that lives as long as the cell's peer.
 ///
 /// A busy-polling peer spins on its CPU between requests, and so would the spin probe's
 /// responder between blocks: for those cells the peer is stopped (SIGSTOP) while a block
@@ -136,13 +129,8 @@ pub(crate) struct InterleavedFloor {
     payload_bytes: u64,
     /// The warm-up, run before the first block only.
     warmup: u64,
-    /// Round trips to time over all blocks, shared out evenly.
-    timed: u64,
-    /// The cell's measured round trips between two blocks.
-    every: u64,
-    planned: u64,
+    schedule: Schedule,
     samples: Vec<u64>,
-    blocks: u64,
 }
 
 impl InterleavedFloor {
@@ -160,7 +148,6 @@ impl InterleavedFloor {
             false => Some(open_probe(probe, len, peer_cpu).ok()?),
         };
         let rounds = Rounds::of((cell.warmup, cell.iterations));
-        let every = cell.iterations.div_ceil(BLOCKS).max(1);
         Some(Self {
             open,
             spins,
@@ -170,11 +157,8 @@ impl InterleavedFloor {
             probe,
             payload_bytes: cell.payload_bytes,
             warmup: rounds.warmup,
-            timed: rounds.timed,
-            every,
-            planned: cell.iterations.div_ceil(every).max(1),
+            schedule: Schedule::new(cell.iterations, rounds.timed),
             samples: Vec::with_capacity(rounds.timed as usize),
-            blocks: 0,
         })
     }
 
@@ -186,17 +170,19 @@ impl InterleavedFloor {
         measured: u64,
         pause_peer: impl FnOnce() -> Option<PausedPeer>,
     ) {
-        if self.failed || !measured.is_multiple_of(self.every) || self.blocks >= self.planned {
+        if self.failed {
             return;
         }
-        let left = self.timed.saturating_sub(self.samples.len() as u64);
+        let Some(timed) = self.schedule.due(measured, self.samples.len() as u64) else {
+            return;
+        };
         let rounds = Rounds {
-            warmup: if self.blocks == 0 || self.spins {
+            warmup: if self.schedule.first() || self.spins {
                 self.warmup
             } else {
                 0
             },
-            timed: left.div_ceil(self.planned - self.blocks).max(1),
+            timed,
             deadline: Instant::now() + PROBE_DEADLINE,
             budget: TIME_BUDGET / BLOCKS as u32,
         };
@@ -210,7 +196,7 @@ impl InterleavedFloor {
         match timed {
             Ok(samples) => {
                 self.samples.extend(samples);
-                self.blocks += 1;
+                self.schedule.ran_one();
             }
             Err(_) => {
                 self.failed = true;
@@ -245,7 +231,7 @@ impl InterleavedFloor {
             p50_ns,
             round_trips,
             ratio: None,
-            blocks: self.blocks,
+            blocks: self.schedule.blocks_run(),
         })
     }
 }

@@ -16,6 +16,7 @@
 //! - `floor`: the machine's floor of a cell, timed in blocks between the cell's own round
 //!   trips (a busy-polling peer stopped through `spawn` meanwhile).
 //! - `own_setup`: a stack's own benchmark setup (iceoryx2's), timed before its cells.
+//! - `blocks`: when a floor's blocks run between a cell's round trips.
 //! - `spawn`: the peer process (one goodbye deadline).
 //! - `second_host`: a `host: netns` cell's network namespace and veth link, made
 //!   around the cell by the runner, and the sweep of those a killed run left.
@@ -34,6 +35,8 @@ mod failure;
 
 mod floor;
 mod own_setup;
+
+mod blocks;
 
 mod spawn;
 
