@@ -119,32 +119,8 @@ pub struct OwnSetup {
     pub ratio: Option<f64>,
 }
 
-/// How a round trip's bytes move between the cell's code and its transport.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum MessagePath {
-    /// Copied into the transport from the request's buffer, and out of it into the
-    /// reply's, on both sides.
-    Copied,
-    /// Shared memory's pipeline: request chunks copied in while reply chunks are copied
-    /// out (`exchange`), the peer copying each chunk from slot to slot.
-    Streamed,
-    /// The transport's loans: the request written into the transport's own memory, the
-    /// reply checked where it lies; the peer writes each request from where it lies into
-    /// the reply's loan. The next request's loan is taken before the wait for the reply,
-    /// as a zero-copy stack's own users (and benchmark) do.
-    Loaned,
-}
-
-impl MessagePath {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MessagePath::Copied => "copied",
-            MessagePath::Streamed => "streamed",
-            MessagePath::Loaned => "loaned",
-        }
-    }
-}
+/// How a round trip's bytes move (defined with the cells, which may ask for one).
+pub use ipc_matrix_spec::MessagePath;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Outcome {

@@ -40,8 +40,8 @@ pub use error::{SpecError, SpecErrors};
 pub use kinds::*;
 pub use limits::{available_memory, check_memory, mem_available};
 pub use model::{
-    ChannelKind, CodecKind, Overrides, Profile, RegressionPolicy, Runner, Scenario, Spec, Target,
-    TransportKind, WakeMode, SCHEMA_VERSION,
+    ChannelKind, CodecKind, MessagePath, Overrides, Profile, RegressionPolicy, Runner, Scenario,
+    Spec, Target, TransportKind, WakeMode, SCHEMA_VERSION,
 };
 pub use reach::{ExternalPeer, Host, NetnsLink, DEFAULT_MTU, TARGET_PLACEHOLDER};
 pub use seeded::{pseudo_random_bytes, splitmix64};

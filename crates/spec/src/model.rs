@@ -242,6 +242,22 @@ impl ChannelKind {
         }
     }
 
+    /// The message paths it offers ([`MessagePath`]), its cells' default first: shared
+    /// memory streams, iceoryx2 loans, every channel copies.
+    pub fn message_paths(self) -> &'static [MessagePath] {
+        match self {
+            ChannelKind::Shm => &[
+                MessagePath::Streamed,
+                MessagePath::Copied,
+                MessagePath::Loaned,
+            ],
+            ChannelKind::Iceoryx2 => &[MessagePath::Loaned, MessagePath::Copied],
+            ChannelKind::Local | ChannelKind::Tcp | ChannelKind::Udp | ChannelKind::Pipe => {
+                &[MessagePath::Copied]
+            }
+        }
+    }
+
     /// Carries a byte stream that messages are framed on (a message larger than the
     /// kernel's buffer then takes as many reads and writes as the timing allows).
     pub fn is_byte_stream(self) -> bool {
@@ -259,6 +275,45 @@ impl From<ChannelKind> for TransportKind {
 }
 
 impl fmt::Display for ChannelKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a round trip's bytes move between the cell's code and its transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MessagePath {
+    /// Copied into the transport from the request's buffer, and out of it into the
+    /// reply's, on both sides.
+    Copied,
+    /// Shared memory's pipeline: request chunks copied in while reply chunks are copied
+    /// out (`exchange`), the peer copying each chunk from slot to slot.
+    Streamed,
+    /// The transport's loans: the request written into the transport's own memory, the
+    /// reply checked where it lies; the peer writes each request from where it lies into
+    /// the reply's loan. The next request's loan is taken before the wait for the reply,
+    /// as a zero-copy stack's own users (and benchmark) do.
+    Loaned,
+}
+
+impl MessagePath {
+    pub const ALL: [MessagePath; 3] = [
+        MessagePath::Copied,
+        MessagePath::Streamed,
+        MessagePath::Loaned,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessagePath::Copied => "copied",
+            MessagePath::Streamed => "streamed",
+            MessagePath::Loaned => "loaned",
+        }
+    }
+}
+
+impl fmt::Display for MessagePath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
