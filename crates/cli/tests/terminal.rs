@@ -336,8 +336,8 @@ fn tables_fit_columns_and_are_whole_into_a_pipe() {
 
 /// Each cell over a channel says how its bytes moved, in its event and its result file:
 /// iceoryx2 through its loans, shared memory streamed, tcp copied; and a cell whose peer
-/// needs each whole message (a codec) copies over shared memory too. iceoryx2's busy-poll
-/// echo cell carries its own benchmark's setup beside it, and no other cell does.
+/// needs each whole message (a codec) copies over shared memory too. iceoryx2's echo
+/// cells carry their own benchmark's setup beside them, and no other cell does.
 #[test]
 fn each_cell_over_a_channel_says_how_its_bytes_moved() {
     let s = Scratch::new(
@@ -362,22 +362,30 @@ fn each_cell_over_a_channel_says_how_its_bytes_moved() {
             Some(path.as_str()),
             "{id}: {stored}"
         );
-        // iceoryx2's own benchmark setup stands beside its busy-poll echo cells only,
-        // timed when the cell is pinned (as every cell is on a machine of two CPUs).
+        // iceoryx2's own benchmark setups stand beside its echo cells only, timed when
+        // the cell is pinned (as every cell is on a machine of two CPUs) in the blocks
+        // its floor is timed in: the publish-subscribe setup beside a busy-poll cell, the
+        // event setup beside a blocking one.
         let own = &stored["own_setup"];
         let pinned = stored["placement"]["measurer_cpu"].is_u64();
-        if id.starts_with("echo::iceoryx2-busy") && pinned {
+        if id.starts_with("echo::iceoryx2-") && pinned {
             assert!(own["p50_ns"].as_u64().is_some_and(|p| p > 0), "{id}: {own}");
             assert!(
                 own["ratio"].as_f64().is_some_and(|r| r > 0.0),
                 "{id}: {own}"
             );
+            let benchmark = match id.starts_with("echo::iceoryx2-busy") {
+                true => "iceoryx2 publish-subscribe benchmark",
+                false => "iceoryx2 event benchmark",
+            };
             assert!(
                 own["setup"]
                     .as_str()
-                    .is_some_and(|s| s.contains("iceoryx2")),
+                    .is_some_and(|s| s.starts_with(benchmark)),
                 "{id}: {own}"
             );
+            // 50 measured round trips: a block before each 5th.
+            assert_eq!(own["blocks"].as_u64(), Some(10), "{id}: {own}");
         } else {
             assert!(own.is_null(), "{id}: {own}");
         }

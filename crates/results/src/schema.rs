@@ -114,6 +114,11 @@ pub struct OwnSetup {
     pub mean_ns: u64,
     /// Round trips timed.
     pub round_trips: u64,
+    /// Blocks it was timed in, each just before a tenth of the cell's own measured round
+    /// trips, as its floor is; 1 when it was timed once before the cell (results written
+    /// before the setup was interleaved read as 1).
+    #[serde(default = "one_block")]
+    pub blocks: u64,
     /// The cell's median round trip over `p50_ns`: what the harness adds to the stack as
     /// its authors use it (absent when the cell measured nothing).
     pub ratio: Option<f64>,

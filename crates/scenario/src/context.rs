@@ -7,6 +7,7 @@ use crate::failure::setup_failure;
 use crate::fault::Fault;
 use crate::floor::InterleavedFloor;
 use crate::measure::Recorder;
+use crate::own_setup::InterleavedOwnSetup;
 use crate::peer::{PeerConfig, PeerDelay};
 use crate::second_host::SecondHost;
 use crate::spawn::{PeerProcess, PEER_RUNNER_ENV};
@@ -182,6 +183,8 @@ pub(crate) struct Tally {
     /// The cell's floor, timed in blocks between its measured round trips by the
     /// request/reply loop.
     pub(crate) floor: Option<InterleavedFloor>,
+    /// The cell's stack's own benchmark setup, timed in blocks beside its floor's.
+    pub(crate) own_setup: Option<InterleavedOwnSetup>,
 }
 
 impl Tally {

@@ -15,8 +15,9 @@
 //!   (one transport-error mapping, one clean-exit check).
 //! - `floor`: the machine's floor of a cell, timed in blocks between the cell's own round
 //!   trips (a busy-polling peer stopped through `spawn` meanwhile).
-//! - `own_setup`: a stack's own benchmark setup (iceoryx2's), timed before its cells.
-//! - `blocks`: when a floor's blocks run between a cell's round trips.
+//! - `own_setup`: a stack's own benchmark setup (iceoryx2's), timed in blocks between its
+//!   cells' round trips as floors are.
+//! - `blocks`: when those blocks run (the one schedule of floors and own setups).
 //! - `spawn`: the peer process (one goodbye deadline).
 //! - `second_host`: a `host: netns` cell's network namespace and veth link, made
 //!   around the cell by the runner, and the sweep of those a killed run left.

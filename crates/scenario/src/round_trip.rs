@@ -138,6 +138,10 @@ pub(crate) fn measure(
             let peer = endpoint.peer();
             floor.before_round_trip(index - cell.warmup, || peer.pause());
         }
+        if let (true, Some(own)) = (measured, &mut tally.own_setup) {
+            let peer = endpoint.peer();
+            own.before_round_trip(index - cell.warmup, || peer.pause());
+        }
         match &mut requests {
             Requests::Payload(payload) => payload.stamp(index),
             Requests::Frames(work) => work.prepare(index),

@@ -7,7 +7,7 @@ use crate::counting::{Counting, COUNT_FILE_ENV};
 use crate::failure::setup_failure;
 use crate::floor::{cell_floor, InterleavedFloor};
 use crate::kinds::{self, Harness};
-use crate::own_setup;
+use crate::own_setup::InterleavedOwnSetup;
 use crate::placement::{self, PinnedThread};
 use crate::pressure::PressureMeter;
 use crate::probe::core_to_core_ns;
@@ -48,10 +48,11 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         .is_ok()
         .then(|| cell_floor(cell, placement))
         .flatten();
-    // The stack as its own authors measure it, timed just before the cell on its CPUs.
+    // The stack as its own authors measure it, timed on the cell's CPUs in blocks
+    // between the cell's own round trips too.
     let own_setup = pinned
         .is_ok()
-        .then(|| own_setup::for_cell(cell, placement))
+        .then(|| InterleavedOwnSetup::open(cell, placement))
         .flatten();
     // Asked to count but not counted: the cell fails at its start rather than pass
     // with no count.
@@ -71,6 +72,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         counting,
         progress: options.progress.clone(),
         floor: interleaved_floor,
+        own_setup,
         ..Tally::default()
     };
     let pressure = PressureMeter::start();
@@ -105,6 +107,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     };
     drop(link);
     let floor = tally.floor.take().and_then(InterleavedFloor::finish);
+    let own_setup = tally.own_setup.take().and_then(InterleavedOwnSetup::finish);
     let cpu_pressure = pressure.share();
     // Per round trip; per frame or request of each process (fan, udp-load); per line
     // for a logging cell, which has no peer.

@@ -146,7 +146,9 @@ pub trait Loans {
     /// The peer's side of a loaned round trip: borrows the next message, writes it into
     /// a loan of the same length (or forwards it, where the transport can), commits and
     /// releases, all by `deadline`; returns its length. The goodbye is borrowed and not
-    /// sent back: `Ok(0)`.
+    /// sent back: `Ok(0)`. A transport whose users loan ahead (iceoryx2) then takes the
+    /// next reply's loan, of this length, before it returns: the loan stays open until
+    /// the next echo uses it (or [`Loans::cancel`] gives it back).
     fn echo_loaned(&mut self, limit: usize, deadline: Instant) -> Result<usize, TransportError>;
 }
 
