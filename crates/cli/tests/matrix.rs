@@ -7,11 +7,11 @@
 
 use ipc_matrix::{default_out_dir, exit_code, run_and_store, RunFolder, Stored};
 use ipc_matrix_codec::{FrameCodec, SensorFrame};
-use ipc_matrix_results::{Environment, Failure, FailureKind};
+use ipc_matrix_results::{CellResult, Environment, Failure, FailureKind};
 use ipc_matrix_scenario::{run_cell, unmet_need, Fault, FaultKind, RunOptions, Spot};
 use ipc_matrix_spec::{
     Calls, Cell, ChannelKind, CodecKind, Echoes, Fan, Frames, Load, LoadShape, LogSink, LogWrite,
-    ScenarioKind, Spec, TransportKind, WakeMode, Work, CELL_GROUP_FAULT,
+    MessagePath, ScenarioKind, Spec, TransportKind, WakeMode, Work, CELL_GROUP_FAULT,
 };
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::{Path, PathBuf};
@@ -117,6 +117,29 @@ fn run_matrix_cell(cell: &Cell, out: &Path, project: &Path) -> Result<(), Failed
 /// The round trip (0-based, warm-up included) whose reply the peer spoils.
 const FAULT_AT: u64 = 4;
 
+/// The fault tests' echo cells on the loaned path: one per transport that has it (in
+/// each wake mode), named `fault::loaned::<transport>`. A loan holds a whole message, so
+/// this path has no chunk boundaries to spoil.
+fn loaned_cells() -> Vec<(String, Cell)> {
+    echo_variants()
+        .into_iter()
+        .filter(|(transport, _)| {
+            transport
+                .channel()
+                .is_some_and(|c| c.message_paths().contains(&MessagePath::Loaned))
+        })
+        .map(|(transport, wake)| {
+            let mut cell = fault_cell(transport, wake);
+            cell.work = Work::Echo(Echoes {
+                path: Some(MessagePath::Loaned),
+                ..Echoes::new(timeout_for(transport), 0.0)
+            });
+            let prefix = format!("{CELL_GROUP_FAULT}::loaned::{}", cell.transport_label());
+            (prefix, cell)
+        })
+        .collect()
+}
+
 /// Every transport of an echo cell, those with wake modes (shared memory) in each.
 fn echo_variants() -> Vec<(TransportKind, Option<WakeMode>)> {
     ChannelKind::ALL
@@ -142,6 +165,16 @@ fn fault_trials() -> Vec<Trial> {
             );
             cell.id = name.clone();
             trials.push(Trial::test(name, move || check_fault(&cell, kind)));
+        }
+    }
+    // The same faults committed in the reply's loan, checked where the reply lies.
+    for (prefix, cell) in loaned_cells() {
+        for kind in FaultKind::ALL {
+            let mut cell = cell.clone();
+            cell.id = format!("{prefix}::{}", kind.as_str());
+            trials.push(Trial::test(cell.id.clone(), move || {
+                check_fault(&cell, kind)
+            }));
         }
     }
     // The ZeroMQ REP peer and the Cap'n Proto RPC server, over TCP and a local socket:
@@ -404,6 +437,11 @@ fn edge_trials() -> Vec<Trial> {
             add(&mut trials, cell.clone(), format!("{prefix}::{what}"), spot);
         }
     }
+    for (prefix, cell) in loaned_cells() {
+        for (what, spot) in edges(&prefix) {
+            add(&mut trials, cell.clone(), format!("{prefix}::{what}"), spot);
+        }
+    }
     for wake in [WakeMode::Blocking, WakeMode::BusyPoll] {
         let mut cell = fault_cell(TransportKind::Shm, Some(wake));
         cell.work = work_of(ScenarioKind::Bulk, TransportKind::Shm);
@@ -575,7 +613,9 @@ fn check_flip(cell: &Cell, spot: Spot, offset: usize) -> Result<(), Failed> {
         fault: Some(Fault::flip(spot, FAULT_AT)),
         ..RunOptions::default()
     };
-    let failure = run_cell(cell, &options)
+    let result = run_cell(cell, &options);
+    took_the_asked_path(cell, &result)?;
+    let failure = result
         .outcome
         .failure
         .ok_or_else(|| format!("the cell passed although the peer flipped byte {offset}"))?;
@@ -908,10 +948,29 @@ fn failure_under_fault(cell: &Cell, kind: FaultKind) -> Result<Failure, Failed> 
         fault: Some(Fault::new(kind, FAULT_AT)),
         ..RunOptions::default()
     };
-    run_cell(cell, &options)
+    let result = run_cell(cell, &options);
+    took_the_asked_path(cell, &result)?;
+    result
         .outcome
         .failure
         .ok_or_else(|| format!("the cell passed although the peer committed {kind:?}").into())
+}
+
+/// A cell that asked for a message path took it: a fault test of the loaned path that
+/// silently copied would prove nothing of it.
+fn took_the_asked_path(cell: &Cell, result: &CellResult) -> Result<(), Failed> {
+    let asked = match cell.work {
+        Work::Echo(echoes) | Work::Bulk(echoes) => echoes.path,
+        _ => None,
+    };
+    match asked {
+        Some(path) if result.message_path != Some(path) => Err(format!(
+            "{}: asked for the {path} path, took {:?}",
+            cell.id, result.message_path
+        )
+        .into()),
+        _ => Ok(()),
+    }
 }
 
 fn check_codec_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {
@@ -969,8 +1028,8 @@ fn work_of(kind: ScenarioKind, transport: TransportKind) -> Work {
     let timeout = timeout_for(transport);
     let (codec, max_loss) = (CodecKind::Capnp, 0.0);
     [
-        Work::Echo(Echoes { timeout, max_loss }),
-        Work::Bulk(Echoes { timeout, max_loss }),
+        Work::Echo(Echoes::new(timeout, max_loss)),
+        Work::Bulk(Echoes::new(timeout, max_loss)),
         Work::Codec(Frames { codec, timeout }),
         Work::FanOut(Fan {
             codec,

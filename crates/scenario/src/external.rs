@@ -312,10 +312,7 @@ mod tests {
                 warmup: 1,
                 seed: 1,
                 profile: "quick".into(),
-                work: Work::Echo(Echoes {
-                    timeout: std::time::Duration::from_secs(5),
-                    max_loss: 0.0,
-                }),
+                work: Work::Echo(Echoes::new(std::time::Duration::from_secs(5), 0.0)),
                 host: Default::default(),
                 peer: None,
             };

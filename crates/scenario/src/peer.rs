@@ -125,6 +125,13 @@ impl PeerConfig {
             || self.extra_work.is_some()
     }
 
+    /// Whether the peer does something to each whole message besides its fault: a codec,
+    /// a delay or extra work. The loaned path commits a fault (in the reply's loan) but
+    /// none of these.
+    pub(crate) fn works_on_whole_messages(&self) -> bool {
+        self.codec.is_some() || self.delay.is_some() || self.extra_work.is_some()
+    }
+
     /// The peer's part in its kind, as the kind's measuring side wrote it.
     pub(crate) fn role<R: DeserializeOwned>(&self) -> Result<R, String> {
         R::deserialize(&self.role).map_err(|e| format!("bad role {}: {e}", self.role))

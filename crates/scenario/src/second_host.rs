@@ -727,10 +727,10 @@ mod tests {
             warmup: 0,
             seed: 1,
             profile: "quick".into(),
-            work: ipc_matrix_spec::Work::Echo(ipc_matrix_spec::Echoes {
-                timeout: Duration::from_secs(1),
-                max_loss: 0.0,
-            }),
+            work: ipc_matrix_spec::Work::Echo(ipc_matrix_spec::Echoes::new(
+                Duration::from_secs(1),
+                0.0,
+            )),
             host: ipc_matrix_spec::Host::Loopback,
             peer: None,
         };

@@ -15,7 +15,7 @@ mod udp_load;
 
 pub use crate::kind_spec::Calls;
 pub use codec::{CodecScenario, Frames};
-pub use echo::Echoes;
+pub use echo::{EchoScenario, Echoes};
 pub use fan::{Fan, FanScenario};
 pub use logging::{LogSink, LogWrite, LoggingScenario};
 pub use udp_load::{Load, LoadScenario, LoadShape};
@@ -62,8 +62,8 @@ pub enum ScenarioKind {
 /// kind does not take is refused where it is.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ScenarioWork {
-    Echo(Echoes),
-    Bulk(Echoes),
+    Echo(EchoScenario),
+    Bulk(EchoScenario),
     Codec(CodecScenario),
     FanOut(FanScenario),
     FanIn(FanScenario),

@@ -3,7 +3,7 @@
 //! a scenario's kind takes is decided by its kind (`kinds.rs`), with located errors.
 
 use crate::kinds::{LogSink, ScenarioKind};
-use crate::model::{CodecKind, Profile, Target, TransportKind, WakeMode};
+use crate::model::{CodecKind, MessagePath, Profile, Target, TransportKind, WakeMode};
 use crate::reach::{RawHost, RawLink, RawPeer};
 use crate::units::{ByteSize, Count, DurationSpec};
 use serde::Deserialize;
@@ -41,6 +41,7 @@ pub(crate) struct RawScenario {
     pub frame_deadline: Option<DurationSpec>,
     pub budget: Option<DurationSpec>,
     pub max_loss: Option<f64>,
+    pub paths: Option<Vec<MessagePath>>,
     pub codecs: Option<Vec<CodecKind>>,
     pub clients: Option<Vec<u32>>,
     pub server_threads: Option<Vec<u32>>,
@@ -61,6 +62,7 @@ impl RawScenario {
             ("frame_deadline", self.frame_deadline.is_some()),
             ("budget", self.budget.is_some()),
             ("max_loss", self.max_loss.is_some()),
+            ("paths", self.paths.is_some()),
             ("codecs", self.codecs.is_some()),
             ("clients", self.clients.is_some()),
             ("server_threads", self.server_threads.is_some()),

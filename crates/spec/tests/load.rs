@@ -186,6 +186,93 @@ fn codec_scenarios_are_checked() {
     assert_eq!(ids, ["ser::capnp::tcp::64KiB", "ser::prost::tcp::64KiB"]);
 }
 
+/// `paths` gives one cell per message path, named by it, on the transports that have
+/// every path listed; a path a transport lacks, a path listed twice, an empty list, an
+/// unknown path and paths with an external peer are refused where they are written.
+#[test]
+fn message_paths_are_cells_of_their_own_on_the_transports_that_have_them() {
+    let good = GOOD.replace(
+        "scenarios:\n  - name: echo",
+        "scenarios:\n  - { name: paths, kind: echo, transports: [shm, iceoryx2], wake: [busy-poll], paths: [loaned, copied], payloads: [200B], iterations: 5, timeout: 1s }\n  - name: echo",
+    );
+    let spec = Spec::parse(&good, Path::new("m.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    let cells: Vec<_> = spec
+        .cells("quick")
+        .unwrap()
+        .into_iter()
+        .filter(|c| c.scenario == "paths")
+        .collect();
+    let ids: Vec<&str> = cells.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "paths::loaned::shm-busy::200B",
+            "paths::copied::shm-busy::200B",
+            "paths::loaned::iceoryx2-busy::200B",
+            "paths::copied::iceoryx2-busy::200B",
+        ]
+    );
+    let asked: Vec<_> = cells
+        .iter()
+        .map(|c| match c.work {
+            Work::Echo(e) => e.path,
+            _ => unreachable!(),
+        })
+        .collect();
+    use ipc_matrix_spec::MessagePath::{Copied, Loaned};
+    assert_eq!(
+        asked,
+        [Some(Loaned), Some(Copied), Some(Loaned), Some(Copied)]
+    );
+    // The echo scenario without `paths` keeps its ids and asks for none.
+    let echo = spec.cells("quick").unwrap();
+    let plain = echo
+        .iter()
+        .find(|c| c.id == "echo::shm-busy::200B")
+        .unwrap();
+    assert_eq!(
+        plain.work,
+        Work::Echo(Echoes::new(Duration::from_secs(2), 0.0))
+    );
+
+    for (paths, wanted) in [
+        (
+            "[loaned]",
+            "scenarios[0].paths: tcp has no loaned path (it offers copied); list tcp in a scenario of its own, or remove `loaned`",
+        ),
+        ("[copied, copied]", "scenarios[0].paths[1]: `copied` is listed twice"),
+        ("[]", "scenarios[0].paths: `paths` lists at least one message path: copied, streamed, loaned"),
+        ("[shared]", "unknown variant `shared`, expected one of `copied`, `streamed`, `loaned`"),
+    ] {
+        let text = GOOD.replace(
+            "scenarios:\n  - name: echo",
+            &format!("scenarios:\n  - {{ name: p, kind: echo, transports: [shm, tcp], paths: {paths}, payloads: [200B], iterations: 5, timeout: 1s }}\n  - name: echo"),
+        );
+        let message = errors(&text).to_string();
+        assert!(message.contains(wanted), "missing `{wanted}` in:\n{message}");
+    }
+    let external = GOOD.replace(
+        "scenarios:\n  - name: echo",
+        "scenarios:\n  - { name: p, kind: echo, transports: [tcp], paths: [copied], peer: { command: [./peer] }, payloads: [200B], iterations: 5, timeout: 1s }\n  - name: echo",
+    );
+    let message = errors(&external).to_string();
+    assert!(
+        message.contains(
+            "scenarios[0].paths: an external peer serves the peer protocol, which copies"
+        ),
+        "{message}"
+    );
+    let codec = GOOD.replace(
+        "scenarios:\n  - name: echo",
+        "scenarios:\n  - { name: p, kind: codec, codecs: [capnp], transports: [shm], paths: [loaned], payloads: [200B], iterations: 5, timeout: 1s }\n  - name: echo",
+    );
+    let message = errors(&codec).to_string();
+    assert!(
+        message.contains("codec scenarios take no `paths`"),
+        "{message}"
+    );
+}
+
 #[test]
 fn load_and_logging_scenarios_are_checked() {
     let text = GOOD.replace(
@@ -304,10 +391,7 @@ fn keys_of_another_kind_are_refused_with_the_key_to_use() {
     assert_eq!(cells[1].kind(), ScenarioKind::FanIn);
     assert_eq!(
         cells[2].work,
-        Work::Echo(Echoes {
-            timeout: Duration::from_secs(2),
-            max_loss: 0.0
-        })
+        Work::Echo(Echoes::new(Duration::from_secs(2), 0.0))
     );
 }
 

@@ -14,7 +14,7 @@ use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_codec::FrameCodec;
 use ipc_matrix_results::{Failure, FailureKind, MessagePath};
-use ipc_matrix_spec::{Cell, CodecKind};
+use ipc_matrix_spec::{Cell, CodecKind, Work};
 use ipc_matrix_transport::{listen, Channel, ChannelKind, ListenOptions, Loans, TransportError};
 use std::time::Instant;
 
@@ -60,12 +60,12 @@ pub(crate) fn echo(
         limits.timeout,
     );
     config.count = tally.peer_counting(cell.warmup);
-    let path = message_path(kind, (cell, codec), &config);
+    let path = message_path(kind, (cell, codec), &config).map_err(setup_failure)?;
     config.echoes_as_it_receives = path == MessagePath::Streamed;
     config.echoes_from_loans = path == MessagePath::Loaned;
     tally.message_path = Some(path);
     let mut peer = options.start_cell_peer(cell, &config)?;
-    let channel = acceptor
+    let mut channel = acceptor
         .accept(peer.pid(), Instant::now() + options.setup_timeout)
         .map_err(|e| {
             let mut failure = setup_failure(format!("connecting the peer: {e}"));
@@ -77,6 +77,13 @@ pub(crate) fn echo(
         None => Requests::payload(cell.seed, len),
     };
     if path == MessagePath::Loaned {
+        // A loan holds a whole message (one shared-memory slot, one iceoryx2 sample).
+        let most = channel.loans().map_or(0, |loans| loans.max_loan());
+        if max_message > most {
+            return Err(setup_failure(format!(
+                "the loaned path of {kind} lends at most {most} bytes a message, and this cell's messages are {max_message}; the copying or streamed path carries them"
+            )));
+        }
         let mut endpoint = LoanedEndpoint {
             channel,
             peer,
@@ -94,8 +101,12 @@ pub(crate) fn echo(
     round_trip::measure(cell, limits, &mut endpoint, requests, tally)
 }
 
-/// How the cell's round trips move their bytes, where nothing needs the whole message
-/// first (no codec, no fault, no delay or extra work) and the peer is our own:
+/// How the cell's round trips move their bytes. A cell that asks for a path (its
+/// scenario's `paths`) takes it, or fails at its start when its transport has none such
+/// or the run's peer needs whole messages for it (a fault is committed on the loaned
+/// path too, in the reply's loan). Otherwise, where nothing needs the whole message
+/// first (no codec, no fault, no delay or extra work) and the peer is our own, the
+/// transport's own path (the first of [`ChannelKind::message_paths`]):
 /// - over shared memory, **streamed**: each round trip is one [`Channel::exchange`], and
 ///   the peer echoes as it receives, chunk by chunk, slot to slot;
 /// - over a transport whose users loan (iceoryx2), **loaned**: the measuring side writes
@@ -104,20 +115,41 @@ pub(crate) fn echo(
 ///
 /// Everything else is **copied** (a send then a receive, each copying): the others'
 /// exchange is a send then a receive anyway, so their round trips (and counts) stay as
-/// they were. Shared memory has loans too; its cells stream, whose peer already writes
-/// each chunk straight from slot to slot, and which carry messages of any size.
+/// they were.
 fn message_path(
     kind: ChannelKind,
     (cell, codec): (&Cell, Option<CodecKind>),
     config: &PeerConfig,
-) -> MessagePath {
-    if cell.peer.is_some() || codec.is_some() || config.needs_whole_messages() {
-        return MessagePath::Copied;
+) -> Result<MessagePath, String> {
+    if let Some(asked) = asked_path(cell) {
+        if !kind.message_paths().contains(&asked) {
+            return Err(format!(
+                "the cell asks for the {asked} path, which {kind} has not"
+            ));
+        }
+        let refused = match asked {
+            MessagePath::Copied => false,
+            MessagePath::Loaned => cell.peer.is_some() || config.works_on_whole_messages(),
+            MessagePath::Streamed => cell.peer.is_some() || config.needs_whole_messages(),
+        };
+        return match refused {
+            false => Ok(asked),
+            true => Err(format!(
+                "the cell asks for the {asked} path, but its peer needs each whole message first (an external peer, or a delay or extra work; on the streamed path a fault too)"
+            )),
+        };
     }
-    match kind {
-        ChannelKind::Shm => MessagePath::Streamed,
-        ChannelKind::Iceoryx2 => MessagePath::Loaned,
-        _ => MessagePath::Copied,
+    if cell.peer.is_some() || codec.is_some() || config.needs_whole_messages() {
+        return Ok(MessagePath::Copied);
+    }
+    Ok(kind.message_paths()[0])
+}
+
+/// The path the cell's settings ask for (`paths` in its scenario), if any.
+fn asked_path(cell: &Cell) -> Option<MessagePath> {
+    match cell.work {
+        Work::Echo(echoes) | Work::Bulk(echoes) => echoes.path,
+        _ => None,
     }
 }
 
@@ -380,13 +412,14 @@ fn echo_as_received(config: &PeerConfig, channel: &mut dyn Channel) -> Result<()
 /// The peer's side when it echoes from loans ([`PeerConfig::echoes_from_loans`]): every
 /// message goes back through [`Loans::echo_loaned`] until an empty one says goodbye.
 fn echo_from_loans(config: &PeerConfig, channel: &mut dyn Channel) -> Result<(), String> {
-    if config.needs_whole_messages() {
+    if config.works_on_whole_messages() {
         return Err(
-            "told to echo from loans, yet a codec, a fault, a delay or extra work needs \
-             each whole message first"
+            "told to echo from loans, yet a codec, a delay or extra work needs each whole \
+             message first"
                 .into(),
         );
     }
+    let chunk = channel.chunk_size();
     let loans = channel
         .loans()
         .ok_or("told to echo from loans, but the transport has no loaned path")?;
@@ -395,15 +428,49 @@ fn echo_from_loans(config: &PeerConfig, channel: &mut dyn Channel) -> Result<(),
         // One clock read per message: the reply shares the request's deadline.
         let deadline = Instant::now() + idle;
         PeerCounting::open(config.count, index);
-        let echoed = loans
-            .echo_loaned(config.limit, deadline)
-            .map_err(|e| format!("echoing message {index} from loans: {e}"))?;
+        let echoed = match config.fault.filter(|f| f.at == index) {
+            Some(fault) => echo_loaned_with(fault, (loans, chunk), config.limit, deadline)
+                .map_err(|e| format!("echoing message {index} from loans: {e}"))?,
+            None => loans
+                .echo_loaned(config.limit, deadline)
+                .map_err(|e| format!("echoing message {index} from loans: {e}"))?,
+        };
         if echoed == 0 {
             return Ok(());
         }
         PeerCounting::close(config.count, index);
     }
     Ok(())
+}
+
+/// One loaned echo with `fault` committed: the request borrowed, the fault applied to a
+/// copy of it (a flipped byte at its spot, a byte less, bytes more), and that sent from
+/// a loan of its length; its length, 0 for the goodbye.
+fn echo_loaned_with(
+    fault: crate::fault::Fault,
+    (loans, chunk): (&mut dyn Loans, Option<usize>),
+    limit: usize,
+    deadline: Instant,
+) -> Result<usize, String> {
+    let mut message = loans
+        .borrow(limit, deadline)
+        .map_err(|e| e.to_string())?
+        .to_vec();
+    loans.release();
+    if message.is_empty() {
+        return Ok(0);
+    }
+    fault.commit(&mut message, chunk)?;
+    // A loan an earlier echo took ahead has the request's length, not the spoiled reply's.
+    loans.cancel();
+    loans
+        .loan(message.len(), deadline)
+        .map_err(|e| format!("loaning the reply: {e}"))?
+        .copy_from_slice(&message);
+    loans
+        .commit(deadline)
+        .map_err(|e| format!("sending the reply: {e}"))?;
+    Ok(message.len())
 }
 
 #[cfg(test)]
@@ -426,10 +493,7 @@ mod tests {
             warmup: 1,
             seed: 1,
             profile: "quick".into(),
-            work: Work::Echo(Echoes {
-                timeout: Duration::from_secs(5),
-                max_loss: 0.0,
-            }),
+            work: Work::Echo(Echoes::new(Duration::from_secs(5), 0.0)),
             host: Default::default(),
             peer: None,
         }
@@ -462,8 +526,9 @@ mod tests {
             addr: "127.0.0.1:40000".parse().unwrap(),
         };
         let plain = config(address);
-        let path =
-            |kind, codec, config: &PeerConfig| message_path(kind, (&cell(kind), codec), config);
+        let path = |kind, codec, config: &PeerConfig| {
+            message_path(kind, (&cell(kind), codec), config).unwrap()
+        };
         assert_eq!(path(ChannelKind::Shm, None, &plain), MessagePath::Streamed);
         assert_eq!(
             path(ChannelKind::Iceoryx2, None, &plain),
@@ -498,9 +563,53 @@ mod tests {
             });
             assert_eq!(
                 message_path(kind, (&external, None), &plain),
-                MessagePath::Copied
+                Ok(MessagePath::Copied)
             );
         }
+    }
+
+    /// A cell that asks for a path takes it where its transport has it, a fault
+    /// included on the loaned path; it is refused where the transport has none such or
+    /// its peer must work on whole messages.
+    #[test]
+    fn a_cell_that_asks_for_a_path_takes_it_or_is_refused_saying_why() {
+        let plain = config(PeerAddress::Tcp {
+            addr: "127.0.0.1:40000".parse().unwrap(),
+        });
+        let asking = |kind: ChannelKind, path: MessagePath| {
+            let mut cell = cell(kind);
+            cell.work = Work::Echo(Echoes {
+                path: Some(path),
+                ..Echoes::new(Duration::from_secs(5), 0.0)
+            });
+            cell
+        };
+        let mut faulty = plain.clone();
+        faulty.fault = Some(Fault::new(FaultKind::FlipByte, 3));
+        let mut delayed = plain.clone();
+        delayed.delay = Some(Duration::from_micros(5));
+        for kind in ChannelKind::ALL {
+            for &path in kind.message_paths() {
+                let cell = asking(kind, path);
+                assert_eq!(message_path(kind, (&cell, None), &plain), Ok(path));
+                let with_fault = message_path(kind, (&cell, None), &faulty);
+                match path {
+                    MessagePath::Streamed => assert!(with_fault.is_err()),
+                    _ => assert_eq!(with_fault, Ok(path)),
+                }
+                let with_delay = message_path(kind, (&cell, None), &delayed);
+                match path {
+                    MessagePath::Copied => assert_eq!(with_delay, Ok(path)),
+                    _ => assert!(with_delay.unwrap_err().contains("whole message")),
+                }
+            }
+        }
+        let refused = message_path(
+            ChannelKind::Tcp,
+            (&asking(ChannelKind::Tcp, MessagePath::Loaned), None),
+            &plain,
+        );
+        assert!(refused.unwrap_err().contains("which tcp has not"));
     }
 
     /// The peer's side told to echo as it receives: messages of several slots come back
