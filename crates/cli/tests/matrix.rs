@@ -959,11 +959,7 @@ fn failure_under_fault(cell: &Cell, kind: FaultKind) -> Result<Failure, Failed> 
 /// A cell that asked for a message path took it: a fault test of the loaned path that
 /// silently copied would prove nothing of it.
 fn took_the_asked_path(cell: &Cell, result: &CellResult) -> Result<(), Failed> {
-    let asked = match cell.work {
-        Work::Echo(echoes) | Work::Bulk(echoes) => echoes.path,
-        _ => None,
-    };
-    match asked {
+    match cell.work.message_path() {
         Some(path) if result.message_path != Some(path) => Err(format!(
             "{}: asked for the {path} path, took {:?}",
             cell.id, result.message_path

@@ -296,6 +296,14 @@ impl Work {
         }
     }
 
+    /// The message path the cell asks for (`paths` of an echo or bulk scenario), if any.
+    pub fn message_path(&self) -> Option<crate::model::MessagePath> {
+        match self {
+            Work::Echo(echoes) | Work::Bulk(echoes) => echoes.path,
+            _ => None,
+        }
+    }
+
     /// The codec of the frames, for the kinds that carry sensor frames.
     pub fn codec(&self) -> Option<CodecKind> {
         match self {

@@ -14,7 +14,7 @@ use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_codec::FrameCodec;
 use ipc_matrix_results::{Failure, FailureKind, MessagePath};
-use ipc_matrix_spec::{Cell, CodecKind, Work};
+use ipc_matrix_spec::{Cell, CodecKind};
 use ipc_matrix_transport::{listen, Channel, ChannelKind, ListenOptions, Loans, TransportError};
 use std::time::Instant;
 
@@ -121,7 +121,7 @@ fn message_path(
     (cell, codec): (&Cell, Option<CodecKind>),
     config: &PeerConfig,
 ) -> Result<MessagePath, String> {
-    if let Some(asked) = asked_path(cell) {
+    if let Some(asked) = cell.work.message_path() {
         if !kind.message_paths().contains(&asked) {
             return Err(format!(
                 "the cell asks for the {asked} path, which {kind} has not"
@@ -143,14 +143,6 @@ fn message_path(
         return Ok(MessagePath::Copied);
     }
     Ok(kind.message_paths()[0])
-}
-
-/// The path the cell's settings ask for (`paths` in its scenario), if any.
-fn asked_path(cell: &Cell) -> Option<MessagePath> {
-    match cell.work {
-        Work::Echo(echoes) | Work::Bulk(echoes) => echoes.path,
-        _ => None,
-    }
 }
 
 /// The measuring side of a channel to an echoing peer, on the copying path (or streamed:

@@ -53,23 +53,18 @@ pub fn publish_subscribe(
     cpus: (Option<usize>, Option<usize>),
     deadline: Instant,
 ) -> Result<Vec<u64>, TransportError> {
-    let services = |maker: &Node<S>| {
-        [A2B, B2A]
-            .iter()
-            .map(|name| {
-                maker
-                    .service_builder(&service_name(name)?)
-                    .publish_subscribe::<[u8]>()
-                    .max_publishers(1)
-                    .max_subscribers(1)
-                    .history_size(0)
-                    .subscriber_max_buffer_size(1)
-                    .enable_safe_overflow(true)
-                    .create()
-                    .map(drop_last)
-                    .map_err(iox("creating an iceoryx2 benchmark service"))
-            })
-            .collect::<Result<Vec<_>, _>>()
+    let service = |maker: &Node<S>, name: &str| {
+        maker
+            .service_builder(&service_name(name)?)
+            .publish_subscribe::<[u8]>()
+            .max_publishers(1)
+            .max_subscribers(1)
+            .history_size(0)
+            .subscriber_max_buffer_size(1)
+            .enable_safe_overflow(true)
+            .create()
+            .map(kept)
+            .map_err(iox("creating an iceoryx2 benchmark service"))
     };
     let open = move |node: &Node<S>, sends: &str, receives: &str| {
         let open = |name: &str| {
@@ -93,7 +88,7 @@ pub fn publish_subscribe(
             loaned: None,
         })
     };
-    ping_pong(services, open, rounds, cpus, deadline)
+    ping_pong(service, open, rounds, cpus, deadline)
 }
 
 /// Round trips in iceoryx2's own event benchmark setup (a notification each way, no
@@ -103,21 +98,16 @@ pub fn event(
     cpus: (Option<usize>, Option<usize>),
     deadline: Instant,
 ) -> Result<Vec<u64>, TransportError> {
-    let services = |maker: &Node<S>| {
-        [A2B, B2A]
-            .iter()
-            .map(|name| {
-                maker
-                    .service_builder(&service_name(name)?)
-                    .event()
-                    .max_notifiers(1)
-                    .max_listeners(1)
-                    .event_id_max_value(EVENT_ID_MAX_VALUE)
-                    .create()
-                    .map(drop_last)
-                    .map_err(iox("creating an iceoryx2 benchmark event service"))
-            })
-            .collect::<Result<Vec<_>, _>>()
+    let service = |maker: &Node<S>, name: &str| {
+        maker
+            .service_builder(&service_name(name)?)
+            .event()
+            .max_notifiers(1)
+            .max_listeners(1)
+            .event_id_max_value(EVENT_ID_MAX_VALUE)
+            .create()
+            .map(kept)
+            .map_err(iox("creating an iceoryx2 benchmark event service"))
     };
     let open = |node: &Node<S>, sends: &str, receives: &str| {
         let open = |name: &str| {
@@ -138,7 +128,7 @@ pub fn event(
                 .map_err(iox("creating an iceoryx2 benchmark listener"))?,
         })
     };
-    ping_pong(services, open, rounds, cpus, deadline)
+    ping_pong(service, open, rounds, cpus, deadline)
 }
 
 /// How long a setup may take for `round_trips` round trips: generous, since it only has
@@ -153,7 +143,7 @@ pub fn deadline_for(round_trips: u64) -> Instant {
 /// A made service, kept (boxed, whatever its kind) until both threads are done.
 type Made = Box<dyn std::any::Any>;
 
-fn drop_last<T: 'static>(service: T) -> Made {
+fn kept<T: 'static>(service: T) -> Made {
     Box::new(service)
 }
 
@@ -174,13 +164,14 @@ trait Participant {
     fn wait(&mut self, deadline: Instant, stop: &AtomicBool) -> Result<(), TransportError>;
 }
 
-/// Runs the ping-pong: the services made by `services` on this thread, then two pinned
+/// Runs the ping-pong: the service of each direction made by `service` on this thread,
+/// then two pinned
 /// threads, each opening its ports with `open` (sending on one service, receiving on the
 /// other). Participant 1 prepares, then per round trip sends, prepares the next and waits
 /// (timed from before its send to after its wait); participant 2 prepares, waits and
 /// sends. An error on either side stops the other.
-fn ping_pong<P, Services, Open>(
-    services: Services,
+fn ping_pong<P, Service, Open>(
+    service: Service,
     open: Open,
     (warmup, timed): (u64, u64),
     cpus: (Option<usize>, Option<usize>),
@@ -188,7 +179,7 @@ fn ping_pong<P, Services, Open>(
 ) -> Result<Vec<u64>, TransportError>
 where
     P: Participant,
-    Services: FnOnce(&Node<S>) -> Result<Vec<Made>, TransportError>,
+    Service: Fn(&Node<S>, &str) -> Result<Made, TransportError>,
     Open: Fn(&Node<S>, &str, &str) -> Result<P, TransportError> + Send + Sync + 'static,
 {
     let run = RunFiles::create()?;
@@ -196,7 +187,10 @@ where
     // Both services exist before either thread opens its ports, as the benchmarks make
     // them before they start their threads.
     let maker = node(&config)?;
-    let made = services(&maker)?;
+    let made = [A2B, B2A]
+        .iter()
+        .map(|name| service(&maker, name))
+        .collect::<Result<Vec<_>, _>>()?;
     let open = Arc::new(open);
     let stop = Arc::new(AtomicBool::new(false));
     let ready = Arc::new(Barrier::new(2));
