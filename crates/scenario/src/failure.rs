@@ -83,9 +83,11 @@ pub(crate) fn transport_failure_kind(e: &TransportError) -> FailureKind {
         | TransportError::Reset
         | TransportError::PeerGone(_)
         | TransportError::Io { .. } => FailureKind::PeerGone,
-        TransportError::TooLarge { .. } | TransportError::Corrupt(_) | TransportError::Loan(_) => {
-            FailureKind::Protocol
-        }
+        // A user's stack's own error: its channel did not keep the contract.
+        TransportError::TooLarge { .. }
+        | TransportError::Corrupt(_)
+        | TransportError::Loan(_)
+        | TransportError::Stack(_) => FailureKind::Protocol,
     }
 }
 

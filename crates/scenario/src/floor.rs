@@ -51,7 +51,8 @@ pub fn probe_for(cell: &Cell) -> Option<FloorProbe> {
     if !request_reply {
         return None;
     }
-    Some(match cell.transport.channel()? {
+    // A user's stack is measured against the floor of the built-in channel it names.
+    Some(match cell.transport.channel()?.floor_like() {
         // iceoryx2 is shared memory too: its floor is the same handoff.
         ChannelKind::Shm | ChannelKind::Iceoryx2 => match cell.wake.unwrap_or(WakeMode::Blocking) {
             WakeMode::BusyPoll => FloorProbe::Spin,
@@ -61,6 +62,7 @@ pub fn probe_for(cell: &Cell) -> Option<FloorProbe> {
         ChannelKind::Tcp => FloorProbe::Tcp,
         ChannelKind::Udp => FloorProbe::Udp,
         ChannelKind::Pipe => FloorProbe::Pipe,
+        ChannelKind::Stack(_) => return None,
     })
 }
 

@@ -111,6 +111,8 @@ pub(crate) struct About {
     pub name: &'static str,
     /// The transports a scenario of this kind may list.
     pub transports: &'static [TransportKind],
+    /// Its cells run over any channel, so a user's registered stack too.
+    pub stacks: bool,
     /// The keys of a scenario of this kind beyond those every kind has (`name`, `kind`,
     /// `transports`, `wake`, `payloads`, `iterations`, `warmup`).
     pub keys: &'static [&'static str],

@@ -197,6 +197,11 @@ impl ScenarioKind {
         self.about().transports
     }
 
+    /// Its cells run over a user's registered stack too.
+    pub fn takes_stacks(self) -> bool {
+        self.about().stacks
+    }
+
     /// The keys of a scenario of this kind beyond those every kind has (`name`, `kind`,
     /// `transports`, `wake`, `payloads`, `iterations`, `warmup`).
     pub fn keys(self) -> &'static [&'static str] {

@@ -30,6 +30,7 @@ mod model;
 mod raw;
 mod reach;
 mod seeded;
+mod stack;
 mod units;
 mod validate;
 
@@ -45,4 +46,5 @@ pub use model::{
 };
 pub use reach::{ExternalPeer, Host, NetnsLink, DEFAULT_MTU, TARGET_PLACEHOLDER};
 pub use seeded::{pseudo_random_bytes, splitmix64};
+pub use stack::{StackName, StackTraits, BUILT_IN_NAMES, MAX_STACK_NAMES};
 pub use units::{ByteSize, Count, DurationSpec, UDP_MAX_PAYLOAD};

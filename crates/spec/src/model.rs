@@ -2,6 +2,7 @@
 
 use crate::kinds::ScenarioWork;
 use crate::reach::{ExternalPeer, Host};
+use crate::stack::{StackName, StackTraits};
 use crate::units::{ByteSize, Count, DurationSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -115,9 +116,8 @@ pub struct Overrides {
 
 /// What a scenario runs over: the name matrix.yaml lists, cell ids carry and results
 /// store. Every transport but `file` is a channel between two processes
-/// ([`TransportKind::channel`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// ([`TransportKind::channel`]), and so is a user's stack ([`TransportKind::Stack`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum TransportKind {
     /// Shared memory segment (`shared_memory` crate) with a ring per direction.
     Shm,
@@ -134,6 +134,8 @@ pub enum TransportKind {
     /// A file in a private temporary directory: where `logging` cells write. Not a
     /// channel: no peer reads it.
     File,
+    /// A user's stack, registered by the binary that carries it (`crate::stack`).
+    Stack(StackName),
 }
 
 impl TransportKind {
@@ -158,6 +160,33 @@ impl TransportKind {
             TransportKind::Pipe => "pipe",
             TransportKind::Iceoryx2 => "iceoryx2",
             TransportKind::File => "file",
+            TransportKind::Stack(stack) => stack.as_str(),
+        }
+    }
+
+    /// The transport of this name: a built-in one, or a user's stack by name (registered
+    /// in this process or not: see [`TransportKind::is_known`]).
+    pub fn named(name: &str) -> Result<TransportKind, String> {
+        const BUILT_IN: [TransportKind; 7] = [
+            TransportKind::Shm,
+            TransportKind::Local,
+            TransportKind::Tcp,
+            TransportKind::Udp,
+            TransportKind::Pipe,
+            TransportKind::Iceoryx2,
+            TransportKind::File,
+        ];
+        match BUILT_IN.iter().find(|t| t.as_str() == name) {
+            Some(t) => Ok(*t),
+            None => StackName::named(name).map(TransportKind::Stack),
+        }
+    }
+
+    /// Built in, or a stack this process registered: what matrix.yaml may list.
+    pub fn is_known(self) -> bool {
+        match self {
+            TransportKind::Stack(stack) => stack.traits().is_some(),
+            _ => true,
         }
     }
 
@@ -177,6 +206,7 @@ impl TransportKind {
             TransportKind::Pipe => Some(ChannelKind::Pipe),
             TransportKind::Iceoryx2 => Some(ChannelKind::Iceoryx2),
             TransportKind::File => None,
+            TransportKind::Stack(stack) => Some(ChannelKind::Stack(stack)),
         }
     }
 }
@@ -184,6 +214,19 @@ impl TransportKind {
 impl fmt::Display for TransportKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for TransportKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for TransportKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        TransportKind::named(&name).map_err(serde::de::Error::custom)
     }
 }
 
@@ -203,10 +246,12 @@ pub enum ChannelKind {
     Pipe,
     /// iceoryx2 (zero-copy shared memory): a publish-subscribe service each way.
     Iceoryx2,
+    /// A user's stack (`crate::stack`); what it offers is in its [`StackTraits`].
+    Stack(StackName),
 }
 
 impl ChannelKind {
-    /// Every channel.
+    /// Every built-in channel.
     pub const ALL: [ChannelKind; 6] = [
         ChannelKind::Shm,
         ChannelKind::Local,
@@ -225,11 +270,37 @@ impl ChannelKind {
             ChannelKind::Udp => TransportKind::Udp,
             ChannelKind::Pipe => TransportKind::Pipe,
             ChannelKind::Iceoryx2 => TransportKind::Iceoryx2,
+            ChannelKind::Stack(stack) => TransportKind::Stack(stack),
         }
     }
 
     pub fn as_str(self) -> &'static str {
         self.transport().as_str()
+    }
+
+    /// The user's stack this channel is, if it is one.
+    pub fn stack(self) -> Option<StackName> {
+        match self {
+            ChannelKind::Stack(stack) => Some(stack),
+            _ => None,
+        }
+    }
+
+    /// The traits of a user's stack, or of a stack named by results alone (copying, no
+    /// wake modes) when this process did not register it.
+    fn stack_traits(stack: StackName) -> StackTraits {
+        stack
+            .traits()
+            .unwrap_or(StackTraits::copying(ChannelKind::Local))
+    }
+
+    /// The built-in channel whose floor this one's cells are measured against: itself,
+    /// or what a user's stack names ([`StackTraits::floor_like`]).
+    pub fn floor_like(self) -> ChannelKind {
+        match self {
+            ChannelKind::Stack(stack) => Self::stack_traits(stack).floor_like,
+            built_in => built_in,
+        }
     }
 
     /// Comes in wake modes ([`WakeMode`]): a waiting side either sleeps until woken or
@@ -239,6 +310,7 @@ impl ChannelKind {
         match self {
             ChannelKind::Shm | ChannelKind::Iceoryx2 => true,
             ChannelKind::Local | ChannelKind::Tcp | ChannelKind::Udp | ChannelKind::Pipe => false,
+            ChannelKind::Stack(stack) => Self::stack_traits(stack).wake_modes,
         }
     }
 
@@ -255,6 +327,7 @@ impl ChannelKind {
             ChannelKind::Local | ChannelKind::Tcp | ChannelKind::Udp | ChannelKind::Pipe => {
                 &[MessagePath::Copied]
             }
+            ChannelKind::Stack(stack) => Self::stack_traits(stack).message_paths,
         }
     }
 
@@ -264,6 +337,7 @@ impl ChannelKind {
         match self {
             ChannelKind::Local | ChannelKind::Tcp | ChannelKind::Pipe => true,
             ChannelKind::Shm | ChannelKind::Udp | ChannelKind::Iceoryx2 => false,
+            ChannelKind::Stack(stack) => Self::stack_traits(stack).byte_stream,
         }
     }
 }
@@ -398,30 +472,33 @@ impl std::fmt::Display for CodecKind {
 mod tests {
     use super::*;
 
-    /// Every transport matrix.yaml accepts is the channel of its name, `file` alone
-    /// excepted, and `ChannelKind::ALL` lists each channel once.
+    /// Every built-in transport is the channel of its name, `file` alone excepted, and
+    /// `ChannelKind::ALL` lists each channel once; every other name is a stack's.
     #[test]
     fn every_transport_but_file_is_a_listed_channel() {
-        let refused = serde_json::from_str::<TransportKind>("\"?\"").unwrap_err();
-        let accepted: Vec<TransportKind> = refused
-            .to_string()
-            .split('`')
-            .skip(3)
-            .step_by(2)
+        let accepted: Vec<TransportKind> = crate::stack::BUILT_IN_NAMES
+            .iter()
             .map(|name| serde_json::from_str(&format!("\"{name}\"")).unwrap())
             .collect();
-        assert!(accepted.contains(&TransportKind::File), "{refused}");
+        assert!(accepted.contains(&TransportKind::File));
         let channels: Vec<ChannelKind> = accepted.iter().filter_map(|t| t.channel()).collect();
-        assert_eq!(channels, ChannelKind::ALL, "{refused}");
+        assert_eq!(channels, ChannelKind::ALL);
         assert_eq!(channels.len() + 1, accepted.len());
         for channel in ChannelKind::ALL {
             let transport = TransportKind::from(channel);
             assert_eq!(transport.channel(), Some(channel));
             assert_eq!(transport.as_str(), channel.as_str());
+            assert_eq!(serde_json::to_string(&transport).unwrap(), format!("\"{channel}\""));
         }
         assert_eq!(
             TransportKind::CHANNELS,
             ChannelKind::ALL.map(TransportKind::from)
         );
+        let other: TransportKind = serde_json::from_str("\"someones-ring\"").unwrap();
+        assert!(matches!(other, TransportKind::Stack(_)), "{other:?}");
+        assert!(!other.is_known(), "read, not registered");
+        assert_eq!(other.as_str(), "someones-ring");
+        let refused = serde_json::from_str::<TransportKind>("\"?\"").unwrap_err();
+        assert!(refused.to_string().contains("shm, local, tcp"), "{refused}");
     }
 }

@@ -348,7 +348,32 @@ fn check_scenario(scenario: &RawScenario, i: usize, out: &mut Problems) -> Optio
         if !transports.insert(*transport) {
             out.push((path.clone(), format!("`{transport}` is listed twice")));
         }
-        if !allowed.contains(transport) {
+        if let TransportKind::Stack(stack) = transport {
+            if !transport.is_known() {
+                let registered = crate::StackName::registered();
+                let names = registered.iter().map(|s| s.as_str()).collect::<Vec<_>>();
+                out.push((
+                    path,
+                    format!(
+                        "`{stack}` is neither a built-in transport ({}) nor a stack this binary registers ({}); a stack is registered by the binary that carries it (ipc_matrix::main!, ipc_matrix::test_main!)",
+                        listed(&TransportKind::CHANNELS),
+                        match names.is_empty() {
+                            true => "it registers none".to_owned(),
+                            false => names.join(", "),
+                        }
+                    ),
+                ));
+            } else if !kind.takes_stacks() {
+                out.push((
+                    path,
+                    format!(
+                        "a {} scenario does not run over a user's stack such as `{stack}`; it runs over: {}",
+                        kind.as_str(),
+                        listed(allowed)
+                    ),
+                ));
+            }
+        } else if !allowed.contains(transport) {
             out.push((
                 path,
                 format!(

@@ -145,12 +145,24 @@ fn bad_durations_in_profiles_are_located() {
 
 #[test]
 fn unknown_enum_values_say_what_is_accepted() {
+    let e = &errors(&GOOD.replace("[shm, tcp, udp]", "[shm, Carrier Pigeon]")).0[0];
+    assert!(e.to_string().contains("scenarios[0].transports"), "{e}");
+    assert!(e.message.contains("not a transport"), "{e}");
+    assert!(e.message.contains("shm, local, tcp"), "{e}");
+}
+
+/// A well-formed name that is no built-in transport is a user's stack, which only the
+/// binary that registers it may list: here none does, and the error says so, located.
+#[test]
+fn an_unregistered_stack_is_refused_where_it_is_listed() {
     let e = &errors(&GOOD.replace("[shm, tcp, udp]", "[shm, carrier-pigeon]")).0[0];
+    assert_eq!(e.path, "scenarios[0].transports[1]", "{e}");
+    assert!(e.location.is_some(), "{e}");
     assert!(
-        e.message.contains("unknown variant `carrier-pigeon`"),
+        e.message.contains("`carrier-pigeon` is neither a built-in transport"),
         "{e}"
     );
-    assert!(e.message.contains("`local`"), "{e}");
+    assert!(e.message.contains("it registers none"), "{e}");
 }
 
 #[test]

@@ -37,6 +37,8 @@ pub enum PeerAddress {
         max_message: usize,
         owner_pid: u32,
     },
+    /// A user's stack (`crate::stack`), by name, and the address its acceptor gave.
+    Stack { stack: String, address: String },
 }
 
 /// The kind of socket a stack that opens its own sockets (ZeroMQ, Cap'n Proto RPC) can
@@ -56,7 +58,11 @@ impl SocketKind {
         match kind {
             ChannelKind::Tcp => Some(SocketKind::Tcp),
             ChannelKind::Local => Some(SocketKind::Unix),
-            ChannelKind::Shm | ChannelKind::Udp | ChannelKind::Pipe | ChannelKind::Iceoryx2 => None,
+            ChannelKind::Shm
+            | ChannelKind::Udp
+            | ChannelKind::Pipe
+            | ChannelKind::Iceoryx2
+            | ChannelKind::Stack(_) => None,
         }
     }
 }
@@ -78,6 +84,12 @@ impl PeerAddress {
             PeerAddress::Udp { .. } => ChannelKind::Udp,
             PeerAddress::Pipe { .. } => ChannelKind::Pipe,
             PeerAddress::Iceoryx2 { .. } => ChannelKind::Iceoryx2,
+            // A name no stack may take would not have been written by our acceptor; it
+            // is refused when the peer connects.
+            PeerAddress::Stack { stack, .. } => match ipc_matrix_spec::StackName::named(stack) {
+                Ok(name) => ChannelKind::Stack(name),
+                Err(_) => ChannelKind::Local,
+            },
         }
     }
 
@@ -100,9 +112,10 @@ impl PeerAddress {
                 // up to the returned stream and uses it nowhere else.
                 Ok(Box::new(unsafe { std::fs::File::from_raw_fd(*write_fd) }))
             }
-            PeerAddress::Shm { .. } | PeerAddress::Udp { .. } | PeerAddress::Iceoryx2 { .. } => {
-                return None
-            }
+            PeerAddress::Shm { .. }
+            | PeerAddress::Udp { .. }
+            | PeerAddress::Iceoryx2 { .. }
+            | PeerAddress::Stack { .. } => return None,
         };
         Some(stream)
     }
@@ -116,7 +129,8 @@ impl PeerAddress {
             PeerAddress::Shm { .. }
             | PeerAddress::Udp { .. }
             | PeerAddress::Pipe { .. }
-            | PeerAddress::Iceoryx2 { .. } => None,
+            | PeerAddress::Iceoryx2 { .. }
+            | PeerAddress::Stack { .. } => None,
         }
     }
 
@@ -130,7 +144,8 @@ impl PeerAddress {
             | PeerAddress::Local { .. }
             | PeerAddress::Tcp { .. }
             | PeerAddress::Udp { .. }
-            | PeerAddress::Iceoryx2 { .. } => Vec::new(),
+            | PeerAddress::Iceoryx2 { .. }
+            | PeerAddress::Stack { .. } => Vec::new(),
         }
     }
 }

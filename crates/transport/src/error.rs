@@ -21,6 +21,9 @@ pub enum TransportError {
     /// none, a message longer than a loan holds.
     #[error("on the loaned path: {0}")]
     Loan(String),
+    /// A user's stack's own failure, in its words; or a stack this binary lacks.
+    #[error("{0}")]
+    Stack(String),
     #[error("{context}: {source}")]
     Io {
         context: &'static str,

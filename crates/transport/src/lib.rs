@@ -14,7 +14,7 @@
 //! 4. `framing` (whole messages over a byte stream); the transports that need no framing,
 //!    one file or folder each: `udp`, `shm/`, `iceoryx2/` (each folder with its own sweep);
 //! 5. the byte-stream transports `tcp`, `local`, `pipe`; `sweep`, which combines each
-//!    transport's sweep;
+//!    transport's sweep; `stack`: a user's stack ([`Stack`]), registered by name;
 //! 6. this file: [`listen`] and [`connect`], which pick the transport.
 
 mod address;
@@ -27,6 +27,7 @@ mod local;
 mod pipe;
 mod platform;
 mod shm;
+mod stack;
 mod sweep;
 mod tcp;
 mod udp;
@@ -43,6 +44,7 @@ pub use platform::{
     process_table, set_thread_cpus, thread_states, FutexWake, ProcessEntry,
 };
 pub use shm::{SHM_CHUNK, SHM_RING_SLOTS};
+pub use stack::{register_stack, Stack, StackAcceptor};
 pub use sweep::{remove_stale_artifacts, remove_stale_artifacts_in, Removed};
 pub use wait::is_retry;
 
@@ -78,6 +80,7 @@ pub fn listen(
             options.wake.unwrap_or(WakeMode::Blocking),
             options.max_message,
         )?),
+        ChannelKind::Stack(name) => stack::listen(name, &options)?,
     })
 }
 
@@ -106,5 +109,6 @@ pub fn connect(
             *owner_pid,
             deadline,
         )?),
+        PeerAddress::Stack { stack, address } => stack::connect(stack, address, deadline)?,
     })
 }

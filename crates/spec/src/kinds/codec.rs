@@ -71,6 +71,7 @@ impl KindSpec for Codec {
     const ABOUT: About = About {
         name: "codec",
         transports: &[TransportKind::Shm, TransportKind::Local, TransportKind::Tcp],
+        stacks: true,
         keys: &["codecs", "timeout"],
         max_payload: MAX_FRAME_PAYLOAD,
         over_max_payload: OverMaxPayload::Carried,

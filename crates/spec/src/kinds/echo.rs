@@ -54,6 +54,7 @@ const fn about(name: &'static str) -> About {
         name,
         // Every channel: every transport that carries messages between two processes.
         transports: &TransportKind::CHANNELS,
+        stacks: true,
         keys: &["timeout", "max_loss", "paths"],
         max_payload: MAX_PAYLOAD,
         over_max_payload: OverMaxPayload::Carried,

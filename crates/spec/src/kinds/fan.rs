@@ -45,6 +45,7 @@ const fn about(name: &'static str) -> About {
     About {
         name,
         transports: &[TransportKind::Shm, TransportKind::Local, TransportKind::Tcp],
+        stacks: false,
         keys: &["codecs", "frame_deadline", "max_loss"],
         max_payload: MAX_FRAME_PAYLOAD,
         over_max_payload: OverMaxPayload::Carried,

@@ -119,6 +119,7 @@ impl KindSpec for Logging {
     const ABOUT: About = About {
         name: "logging",
         transports: &[TransportKind::File],
+        stacks: false,
         keys: &["sinks", "budget"],
         max_payload: MAX_LOG_LINE,
         over_max_payload: OverMaxPayload::NotA("log line"),

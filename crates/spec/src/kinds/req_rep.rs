@@ -14,6 +14,7 @@ impl KindSpec for ReqRep {
     const ABOUT: About = About {
         name: "req-rep",
         transports: &[TransportKind::Local, TransportKind::Tcp],
+        stacks: false,
         keys: &["timeout"],
         max_payload: MAX_PAYLOAD,
         over_max_payload: OverMaxPayload::Carried,

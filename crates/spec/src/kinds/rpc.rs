@@ -14,6 +14,7 @@ impl KindSpec for Rpc {
     const ABOUT: About = About {
         name: "rpc",
         transports: &[TransportKind::Local, TransportKind::Tcp],
+        stacks: false,
         keys: &["timeout"],
         // The payload travels inside a Cap'n Proto message.
         max_payload: MAX_FRAME_PAYLOAD,

@@ -131,6 +131,7 @@ impl KindSpec for UdpLoad {
     const ABOUT: About = About {
         name: "udp-load",
         transports: &[TransportKind::Udp],
+        stacks: false,
         keys: &[
             "clients",
             "server_threads",

@@ -1,0 +1,125 @@
+//! A user's stack as a transport: the [`Stack`] trait a crate outside this workspace
+//! implements for its own IPC (both sides), and the registry [`listen`](crate::listen)
+//! and [`connect`](crate::connect) find it in, by name.
+//!
+//! Both processes of a cell register the same stacks: the peer is the measuring binary
+//! started again (`<exe> serve`), so registering before serving (which the entry points
+//! `ipc_matrix::main!` and `ipc_matrix::test_main!` do) is all it takes.
+
+use crate::address::PeerAddress;
+use crate::contract::{Acceptor, Channel};
+use crate::error::TransportError;
+use crate::ListenOptions;
+use ipc_matrix_spec::{StackName, StackTraits};
+use std::sync::RwLock;
+use std::time::Instant;
+
+/// A user's IPC stack: how its measuring side listens and its peer connects.
+///
+/// The channel it gives on each side keeps the [`Channel`] contract: whole messages, each
+/// send and receive bounded by its deadline (a stack that cannot wait with a deadline
+/// must poll, never block past it), a message longer than `limit` refused before it is
+/// read. A stack with a loaned path returns it from [`Channel::loans`].
+pub trait Stack: Send + Sync + 'static {
+    /// Its name in matrix.yaml and in cell ids (`echo::<name>::200B`): a-z, 0-9 and `-`.
+    fn name(&self) -> &'static str;
+
+    /// What the matrix needs to know of it: wake modes, message paths, its floor.
+    fn traits(&self) -> StackTraits;
+
+    /// Opens the measuring side, for messages of up to `options.max_message` bytes (and
+    /// in `options.wake`, when its traits say it has wake modes).
+    fn listen(&self, options: &ListenOptions) -> Result<Box<dyn StackAcceptor>, TransportError>;
+
+    /// The peer's side: connects to what the measuring side's acceptor gave as its
+    /// address ([`StackAcceptor::address`]), by `deadline`.
+    fn connect(&self, address: &str, deadline: Instant)
+        -> Result<Box<dyn Channel>, TransportError>;
+}
+
+/// A user's stack's measuring side before its peer has connected.
+pub trait StackAcceptor: Send {
+    /// What the peer needs to connect: any text (a path, a port, a segment's name),
+    /// handed to [`Stack::connect`] in the peer process.
+    fn address(&self) -> String;
+
+    /// Waits for the peer, process `peer`, to connect, by `deadline`. A stack that can
+    /// should give up early when that process has died (`crate::process_alive`).
+    fn accept(
+        self: Box<Self>,
+        peer: u32,
+        deadline: Instant,
+    ) -> Result<Box<dyn Channel>, TransportError>;
+}
+
+static STACKS: RwLock<Vec<(StackName, &'static dyn Stack)>> = RwLock::new(Vec::new());
+
+/// Registers `stack` for this process's cells and peers, under its name. Refused when the
+/// name is ill-formed, a built-in transport's, or registered already.
+pub fn register_stack(stack: &'static dyn Stack) -> Result<StackName, String> {
+    let name = StackName::register(stack.name(), stack.traits())?;
+    STACKS
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((name, stack));
+    Ok(name)
+}
+
+/// The registered stack of `name`.
+fn registered(name: StackName) -> Result<&'static dyn Stack, TransportError> {
+    STACKS
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, stack)| *stack)
+        .ok_or_else(|| {
+            TransportError::Stack(format!(
+                "stack `{name}` is not registered in this binary (register it in the entry point, ipc_matrix::main! or ipc_matrix::test_main!)"
+            ))
+        })
+}
+
+/// The measuring side of a registered stack.
+pub(crate) fn listen(
+    name: StackName,
+    options: &ListenOptions,
+) -> Result<Box<dyn Acceptor>, TransportError> {
+    let inner = registered(name)?.listen(options)?;
+    Ok(Box::new(Registered { name, inner }))
+}
+
+/// The peer's side of a registered stack, from the address its acceptor gave.
+pub(crate) fn connect(
+    stack: &str,
+    address: &str,
+    deadline: Instant,
+) -> Result<Box<dyn Channel>, TransportError> {
+    let name = StackName::find(stack).ok_or_else(|| {
+        TransportError::Stack(format!("stack `{stack}` is not registered in this binary"))
+    })?;
+    registered(name)?.connect(address, deadline)
+}
+
+/// A stack's acceptor as the matrix's: its address named by the stack.
+struct Registered {
+    name: StackName,
+    inner: Box<dyn StackAcceptor>,
+}
+
+impl Acceptor for Registered {
+    fn address(&self) -> PeerAddress {
+        PeerAddress::Stack {
+            stack: self.name.as_str().to_owned(),
+            address: self.inner.address(),
+        }
+    }
+
+    fn accept(
+        self: Box<Self>,
+        peer: u32,
+        deadline: Instant,
+    ) -> Result<Box<dyn Channel>, TransportError> {
+        self.inner.accept(peer, deadline)
+    }
+}
