@@ -1,6 +1,7 @@
 //! What the two front doors share: where the matrix and the results are, running a cell
 //! and storing its result, and the one-line verdict printed for it.
 
+pub mod cli;
 pub mod commit;
 pub mod format;
 pub mod progress;

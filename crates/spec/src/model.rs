@@ -488,7 +488,10 @@ mod tests {
             let transport = TransportKind::from(channel);
             assert_eq!(transport.channel(), Some(channel));
             assert_eq!(transport.as_str(), channel.as_str());
-            assert_eq!(serde_json::to_string(&transport).unwrap(), format!("\"{channel}\""));
+            assert_eq!(
+                serde_json::to_string(&transport).unwrap(),
+                format!("\"{channel}\"")
+            );
         }
         assert_eq!(
             TransportKind::CHANNELS,

@@ -159,7 +159,8 @@ fn an_unregistered_stack_is_refused_where_it_is_listed() {
     assert_eq!(e.path, "scenarios[0].transports[1]", "{e}");
     assert!(e.location.is_some(), "{e}");
     assert!(
-        e.message.contains("`carrier-pigeon` is neither a built-in transport"),
+        e.message
+            .contains("`carrier-pigeon` is neither a built-in transport"),
         "{e}"
     );
     assert!(e.message.contains("it registers none"), "{e}");

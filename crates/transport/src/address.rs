@@ -38,7 +38,10 @@ pub enum PeerAddress {
         owner_pid: u32,
     },
     /// A user's stack (`crate::stack`), by name, and the address its acceptor gave.
-    Stack { stack: String, address: String },
+    Stack {
+        stack: String,
+        address: String,
+    },
 }
 
 /// The kind of socket a stack that opens its own sockets (ZeroMQ, Cap'n Proto RPC) can

@@ -1,10 +1,10 @@
 //! `ipc-matrix baseline accept`: show how the stored results differ from the baseline,
 //! then make them the baseline (or one more run of it).
 
-use crate::args::StoredResults;
+use crate::cli::args::StoredResults;
+use crate::exit_code;
+use crate::reporting::{baselines_dir, leg_report, now_unix, verdict_table};
 use anyhow::{Context, Result};
-use ipc_matrix::exit_code;
-use ipc_matrix::reporting::{baselines_dir, leg_report, now_unix, verdict_table};
 use ipc_matrix_baseline::{baseline_path, AcceptMode, Accepted};
 use ipc_matrix_spec::RegressionPolicy;
 use std::path::{Path, PathBuf};
@@ -74,7 +74,7 @@ pub fn accept_artifacts(
         }
     }
     if legs.is_empty() {
-        return Err(crate::args::NoCells(format!(
+        return Err(crate::cli::args::NoCells(format!(
             "{}: no results of profile `{}` in any artifact (expected <artifact>/.../<leg>/{}/cells, as `gh run download -D {}` writes them)",
             dir.display(),
             stored.profile,

@@ -1,16 +1,16 @@
 //! `ipc-matrix run`: run the selected cells with a progress bar, print a summary, then
 //! judge the stored results against the leg's baseline.
 
-use crate::args::{Judging, Selection};
-use crate::commands::report::report_legs;
-use anyhow::Result;
-use ipc_matrix::format::{numbered_verdict_line, skipped_line, summary_table};
-use ipc_matrix::progress::{previous_seconds, Plan, Progress};
-use ipc_matrix::reporting::baselines_dir;
-use ipc_matrix::term::{console, MessageFormat, JSON_FORMAT_VERSION};
-use ipc_matrix::{
+use crate::cli::args::{Judging, Selection};
+use crate::cli::commands::report::report_legs;
+use crate::format::{numbered_verdict_line, skipped_line, summary_table};
+use crate::progress::{previous_seconds, Plan, Progress};
+use crate::reporting::baselines_dir;
+use crate::term::{console, MessageFormat, JSON_FORMAT_VERSION};
+use crate::{
     default_out_dir, exit_code, run_and_store, say, say_always, say_verbose, RunFolder, Stored,
 };
+use anyhow::Result;
 use ipc_matrix_report::units::nanos;
 use ipc_matrix_results::{CellResult, Environment, Failure, FailureKind};
 use ipc_matrix_scenario::{unmet_need, RunOptions};
@@ -155,7 +155,7 @@ fn run_cells(
         console().color,
     );
     options.progress = progress.hook();
-    for path in ipc_matrix::remove_stale_artifacts_once() {
+    for path in crate::remove_stale_artifacts_once() {
         say!("removed a leftover of a crashed run: {}", path.display());
     }
     let mut results = Vec::new();

@@ -16,8 +16,8 @@
 //! written (the build, the harness, the report step itself), and passing would pass a
 //! leg nobody judged.
 
+use crate::exit_code;
 use anyhow::{Context, Result};
-use ipc_matrix::exit_code;
 use ipc_matrix_spec::Spec;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -68,7 +68,7 @@ pub fn gate(folders: &[PathBuf], matrix: &Path, profile: &str) -> Result<u8> {
     let mut other_lines = Vec::new();
     for (leg, leg_profile, dir, finding) in &seen {
         let blocks = blocks_merge(&spec, leg);
-        let policy = crate::args::regression_policy(&spec, leg_profile).ok();
+        let policy = crate::cli::args::regression_policy(&spec, leg_profile).ok();
         let name = format!("`{leg}` ({leg_profile})");
         let line = match finding {
             Finding::Report {

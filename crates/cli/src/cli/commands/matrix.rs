@@ -1,8 +1,8 @@
 //! `ipc-matrix matrix`: the legs of matrix.yaml, or with `--github` the JSON job matrix
 //! the GitHub workflow reads.
 
+use crate::exit_code;
 use anyhow::Result;
-use ipc_matrix::exit_code;
 use ipc_matrix_spec::Spec;
 use std::path::Path;
 

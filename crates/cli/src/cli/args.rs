@@ -1,10 +1,10 @@
 //! The argument groups several commands share: which cells (`Selection`), which stored
 //! results (`StoredResults`), how a run is judged (`Judging`).
 
+use crate::default_out_dir;
+use crate::project::{matrix_file, project_root};
+use crate::reporting::legs_with_results;
 use anyhow::{Context, Result};
-use ipc_matrix::default_out_dir;
-use ipc_matrix::project::{matrix_file, project_root};
-use ipc_matrix::reporting::legs_with_results;
 use ipc_matrix_spec::{Cell, RegressionPolicy, Spec};
 use std::path::{Path, PathBuf};
 

@@ -1,8 +1,8 @@
 //! `ipc-matrix history`: several runs' `results.json` (for example the artifacts of
 //! successive commits) as per-cell trends: `history.md` and `history.html`.
 
+use crate::{exit_code, say, say_always};
 use anyhow::{bail, Context, Result};
-use ipc_matrix::{exit_code, say, say_always};
 use ipc_matrix_report::history::{self, Run, StoredReport, READABLE_SCHEMAS};
 use std::path::{Path, PathBuf};
 

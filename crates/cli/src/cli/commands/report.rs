@@ -1,13 +1,13 @@
 //! `ipc-matrix report`: each leg's reports judged against its baseline, or with
 //! `--compare` result folders side by side. `ipc-matrix run` ends with the same judging.
 
-use crate::args::{Gate, Judging, StoredResults};
-use anyhow::{Context, Result};
-use ipc_matrix::reporting::{
+use crate::cli::args::{Gate, Judging, StoredResults};
+use crate::reporting::{
     baselines_dir, github_annotations, leg_report, running_on_github, verdict_summary,
     verdict_table,
 };
-use ipc_matrix::{exit_code, say, say_always, say_verbose};
+use crate::{exit_code, say, say_always, say_verbose};
+use anyhow::{Context, Result};
 use ipc_matrix_report::cross::Column;
 use ipc_matrix_report::write_leg_report;
 use ipc_matrix_spec::RegressionPolicy;

@@ -1,10 +1,10 @@
 //! `ipc-matrix probe`: the floors of the selected cells, measured now.
 
-use crate::args::Selection;
+use crate::cli::args::Selection;
+use crate::exit_code;
+use crate::format::floor_table;
+use crate::term::{console, MessageFormat, JSON_FORMAT_VERSION};
 use anyhow::Result;
-use ipc_matrix::exit_code;
-use ipc_matrix::format::floor_table;
-use ipc_matrix::term::{console, MessageFormat, JSON_FORMAT_VERSION};
 use ipc_matrix_scenario::measure_floors;
 
 pub fn run(selection: &Selection) -> Result<u8> {
@@ -34,7 +34,7 @@ pub fn run(selection: &Selection) -> Result<u8> {
         );
     } else {
         println!("{}", floor_table(&floors));
-        ipc_matrix::say!("{}", ipc_matrix_report::FLOORS_EXPLAINED);
+        crate::say!("{}", ipc_matrix_report::FLOORS_EXPLAINED);
     }
     Ok(exit_code::OK)
 }

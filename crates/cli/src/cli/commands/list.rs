@@ -1,16 +1,16 @@
 //! `ipc-matrix list`: the cells a profile and filter select, one per line; with
 //! `--message-format json`, one JSON object per cell.
 
-use crate::args::Selection;
+use crate::cli::args::Selection;
+use crate::exit_code;
+use crate::term::{console, MessageFormat, JSON_FORMAT_VERSION};
 use anyhow::Result;
-use ipc_matrix::exit_code;
-use ipc_matrix::term::{console, MessageFormat, JSON_FORMAT_VERSION};
 use ipc_matrix_scenario::{probe_for, unmet_need};
 use std::collections::BTreeMap;
 
 pub fn run(selection: &Selection) -> Result<u8> {
     let cells = selection.cells()?;
-    ipc_matrix::say_verbose!(
+    crate::say_verbose!(
         "{} cells of profile `{}` in {}",
         cells.len(),
         selection.profile,
