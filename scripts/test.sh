@@ -11,6 +11,8 @@
 # then renders every report page written in headless Chromium (scripts/check-reports.sh):
 # it fails when a page scrolls sideways at 1400 px, a plot or image does not render, or
 # the console shows an error, and keeps screenshots in target/ipc-matrix/screenshots/.
+# Runs the worked example of a user's own stack (examples/rust-stack) from a copy outside
+# this repository (scripts/example-stacks.sh).
 # Also runs the transport crate's tests, and the reference C peer's cells, on s390x
 # (big-endian) under QEMU. Builds the reference external peers (scripts/build-peers.sh). Installs
 # cargo-nextest, the aarch64 and s390x rustup targets, their cross gcc and g++ and
@@ -71,6 +73,8 @@ say "the book: mdbook build docs"
 "$(ensure_mdbook)" build docs 2>&1 | tail -n 3 >&2 || first_failure $?
 cargo nextest run --locked --workspace --profile ci "$@" || first_failure $?
 cp target/nextest/ci/junit.xml "target/nextest/ci/junit-$host.xml" || true
+# A user's own stack from outside this repository: the worked example, copied elsewhere.
+scripts/example-stacks.sh || first_failure $?
 
 # The counts of both architectures: the cells of this one and of the other, each as its
 # counted build (static against musl, compiled by zig) under the pinned QEMU

@@ -1,13 +1,17 @@
 //! What the two front doors share: where the matrix and the results are, running a cell
-//! and storing its result, and the one-line verdict printed for it.
+//! and storing its result, and the one-line verdict printed for it; the doors themselves,
+//! [`cli`] and [`door`] (nextest); and what a user's binary needs to bring its own stack
+//! into them ([`stack_entry`], [`main!`], [`test_main!`]).
 
 pub mod cli;
 pub mod commit;
+pub mod door;
 pub mod format;
 pub mod progress;
 pub mod project;
 pub mod reporting;
 mod run_folder;
+pub mod stack_entry;
 pub mod term;
 
 pub use run_folder::RunFolder;

@@ -1,20 +1,21 @@
-//! The nextest door: one test per cell of matrix.yaml (`echo::tcp::200B`), plus the
-//! harness's own fault-injection tests (`fault::tcp::flip-byte`), which prove that every
-//! transport's cell fails, with the right reason, when its peer misbehaves.
-//!
-//! Environment: IPC_MATRIX_FILE (default: the workspace's matrix.yaml),
-//! IPC_MATRIX_PROFILE (default: quick), IPC_MATRIX_OUT (default: target/ipc-matrix).
+//! This repository's nextest door (`ipc_matrix::door`): one test per cell of matrix.yaml
+//! (`echo::tcp::200B`), plus the harness's own fault-injection tests
+//! (`fault::tcp::flip-byte`), which prove that every transport's cell fails, with the
+//! right reason, when its peer misbehaves.
 
-use ipc_matrix::{default_out_dir, exit_code, run_and_store, RunFolder, Stored};
+use ipc_matrix::door::faults::{
+    check_fault, echo_fault_trials, echo_variants, failure_under_fault, fault_cell, loaned_cells,
+    reported_offset, timeout_for, took_the_asked_path, FAULT_AT,
+};
 use ipc_matrix_codec::{FrameCodec, SensorFrame};
-use ipc_matrix_results::{CellResult, Environment, Failure, FailureKind};
-use ipc_matrix_scenario::{run_cell, unmet_need, Fault, FaultKind, RunOptions, Spot};
+use ipc_matrix_results::FailureKind;
+use ipc_matrix_scenario::{run_cell, Fault, FaultKind, RunOptions, Spot};
 use ipc_matrix_spec::{
     Calls, Cell, ChannelKind, CodecKind, Echoes, Fan, Frames, Load, LoadShape, LogSink, LogWrite,
-    MessagePath, ScenarioKind, Spec, TransportKind, WakeMode, Work, CELL_GROUP_FAULT,
+    ScenarioKind, TransportKind, WakeMode, Work, CELL_GROUP_FAULT,
 };
-use libtest_mimic::{Arguments, Failed, Trial};
-use std::path::{Path, PathBuf};
+use libtest_mimic::{Failed, Trial};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -23,160 +24,15 @@ use std::time::Duration;
 static HEAP: ipc_matrix_scenario::CountedHeap = ipc_matrix_scenario::CountedHeap::new();
 
 fn main() -> ExitCode {
-    ipc_matrix_scenario::serve_if_requested();
-    let args = Arguments::from_args();
-    if !ipc_matrix::environment_is_accepted() {
-        return ExitCode::from(exit_code::USAGE);
-    }
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let matrix = env_path("IPC_MATRIX_FILE").unwrap_or_else(|| workspace.join("matrix.yaml"));
-    let profile = std::env::var("IPC_MATRIX_PROFILE").unwrap_or_else(|_| "quick".into());
-    let out = env_path("IPC_MATRIX_OUT").unwrap_or_else(|| default_out_dir(&workspace));
-
-    let cells = match Spec::load(&matrix)
-        .map_err(|e| e.to_string())
-        .and_then(|spec| spec.cells(&profile))
-    {
-        Ok(cells) => cells,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(exit_code::USAGE);
-        }
-    };
-    // An external peer's relative command is found from matrix.yaml's folder.
-    let project = matrix
-        .parent()
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let mut trials: Vec<Trial> = cells
-        .into_iter()
-        .map(|cell| {
-            let (out, project) = (out.clone(), project.clone());
-            // A cell this machine cannot run (a second host without CAP_NET_ADMIN) is
-            // listed as ignored, saying what it needs: never passed silently.
-            let need = unmet_need(&cell);
-            let trial = Trial::test(cell.id.clone(), move || {
-                run_matrix_cell(&cell, &out, &project)
-            });
-            match need {
-                Some(need) => trial.with_ignored_flag(true).with_kind(need),
-                None => trial,
-            }
-        })
-        .collect();
+    let mut trials = echo_fault_trials(&ChannelKind::ALL);
     trials.extend(fault_trials());
-
-    // An empty selection is a mistake in the filter, never a silent pass.
-    if !args.list && !args.ignored && !trials.iter().any(|t| selected(&args, t.name())) {
-        eprintln!(
-            "error: no test matches {:?}; `cargo nextest list` shows them",
-            args.filter.as_deref().unwrap_or("")
-        );
-        return ExitCode::from(exit_code::NO_CELLS);
-    }
-    libtest_mimic::run(&args, trials).exit_code()
+    ipc_matrix::door::run(Path::new(env!("CARGO_MANIFEST_DIR")), trials)
 }
 
-fn env_path(key: &str) -> Option<PathBuf> {
-    std::env::var_os(key).map(PathBuf::from)
-}
-
-fn selected(args: &Arguments, name: &str) -> bool {
-    let matches = |f: &str| {
-        if args.exact {
-            name == f
-        } else {
-            name.contains(f)
-        }
-    };
-    args.filter.as_deref().is_none_or(matches) && !args.skip.iter().any(|s| matches(s))
-}
-
-fn run_matrix_cell(cell: &Cell, out: &Path, project: &Path) -> Result<(), Failed> {
-    let options = RunOptions {
-        project_dir: project.to_path_buf(),
-        ..RunOptions::from_env()?
-    };
-    // Shared with the other cells of this nextest run; an `ipc-matrix run` writing into
-    // the same folder holds it alone, and this cell then fails rather than mix results.
-    let leg = Environment::capture().leg();
-    let _folder = RunFolder::share(out, &leg, &cell.profile)?;
-    let (result, stored) = run_and_store(cell, &options, out);
-    println!("{}", ipc_matrix::format::verdict_line(&result));
-    match stored {
-        Stored::At(path) => println!("result: {}", path.display()),
-        Stored::NotOptimized => println!("note: unoptimized build; timings not stored"),
-        Stored::Failed(e) => return Err(format!("storing the result: {e}").into()),
-    }
-    match result.outcome.failure {
-        None => Ok(()),
-        Some(failure) => Err(format!("{}: {}", cell.id, failure.reason).into()),
-    }
-}
-
-/// The round trip (0-based, warm-up included) whose reply the peer spoils.
-const FAULT_AT: u64 = 4;
-
-/// The fault tests' echo cells on the loaned path: one per transport that has it (in
-/// each wake mode), named `fault::loaned::<transport>`. A loan holds a whole message, so
-/// this path has no chunk boundaries to spoil.
-fn loaned_cells() -> Vec<(String, Cell)> {
-    echo_variants()
-        .into_iter()
-        .filter(|(transport, _)| {
-            transport
-                .channel()
-                .is_some_and(|c| c.message_paths().contains(&MessagePath::Loaned))
-        })
-        .map(|(transport, wake)| {
-            let mut cell = fault_cell(transport, wake);
-            cell.work = Work::Echo(Echoes {
-                path: Some(MessagePath::Loaned),
-                ..Echoes::new(timeout_for(transport), 0.0)
-            });
-            let prefix = format!("{CELL_GROUP_FAULT}::loaned::{}", cell.transport_label());
-            (prefix, cell)
-        })
-        .collect()
-}
-
-/// Every transport of an echo cell, those with wake modes (shared memory) in each.
-fn echo_variants() -> Vec<(TransportKind, Option<WakeMode>)> {
-    ChannelKind::ALL
-        .into_iter()
-        .map(TransportKind::from)
-        .flat_map(|t| match t.has_wake_modes() {
-            true => vec![(t, Some(WakeMode::Blocking)), (t, Some(WakeMode::BusyPoll))],
-            false => vec![(t, None)],
-        })
-        .collect()
-}
-
-/// One test per transport (and wake mode) and fault.
+/// The fault trials beyond the echo ones (`ipc_matrix::door::faults`): other kinds' peers,
+/// chunk edges, overflows.
 fn fault_trials() -> Vec<Trial> {
     let mut trials = Vec::new();
-    for (transport, wake) in echo_variants() {
-        for kind in FaultKind::ALL {
-            let mut cell = fault_cell(transport, wake);
-            let name = format!(
-                "{CELL_GROUP_FAULT}::{}::{}",
-                cell.transport_label(),
-                kind.as_str()
-            );
-            cell.id = name.clone();
-            trials.push(Trial::test(name, move || check_fault(&cell, kind)));
-        }
-    }
-    // The same faults committed in the reply's loan, checked where the reply lies.
-    for (prefix, cell) in loaned_cells() {
-        for kind in FaultKind::ALL {
-            let mut cell = cell.clone();
-            cell.id = format!("{prefix}::{}", kind.as_str());
-            trials.push(Trial::test(cell.id.clone(), move || {
-                check_fault(&cell, kind)
-            }));
-        }
-    }
     // The ZeroMQ REP peer and the Cap'n Proto RPC server, over TCP and a local socket:
     // the same faults, the same verdicts.
     for scenario in [ScenarioKind::ReqRep, ScenarioKind::Rpc] {
@@ -437,7 +293,7 @@ fn edge_trials() -> Vec<Trial> {
             add(&mut trials, cell.clone(), format!("{prefix}::{what}"), spot);
         }
     }
-    for (prefix, cell) in loaned_cells() {
+    for (prefix, cell) in loaned_cells(&echo_variants()) {
         for (what, spot) in edges(&prefix) {
             add(&mut trials, cell.clone(), format!("{prefix}::{what}"), spot);
         }
@@ -596,14 +452,6 @@ fn fnv1a(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
     })
-}
-
-/// The byte offset a failure reports ("first difference at byte offset N"), the number
-/// read whole.
-fn reported_offset(reason: &str) -> Option<usize> {
-    let (_, rest) = reason.split_once("first difference at byte offset ")?;
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
 }
 
 /// Runs `cell` with its peer flipping the byte at `spot` of reply [`FAULT_AT`]: it must
@@ -941,34 +789,6 @@ fn check_fan_out_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {
     Ok(())
 }
 
-/// Runs `cell` with a peer that commits `kind` at round trip [`FAULT_AT`]; the failure,
-/// or an error when the cell passed regardless.
-fn failure_under_fault(cell: &Cell, kind: FaultKind) -> Result<Failure, Failed> {
-    let options = RunOptions {
-        fault: Some(Fault::new(kind, FAULT_AT)),
-        ..RunOptions::default()
-    };
-    let result = run_cell(cell, &options);
-    took_the_asked_path(cell, &result)?;
-    result
-        .outcome
-        .failure
-        .ok_or_else(|| format!("the cell passed although the peer committed {kind:?}").into())
-}
-
-/// A cell that asked for a message path took it: a fault test of the loaned path that
-/// silently copied would prove nothing of it.
-fn took_the_asked_path(cell: &Cell, result: &CellResult) -> Result<(), Failed> {
-    match cell.work.message_path() {
-        Some(path) if result.message_path != Some(path) => Err(format!(
-            "{}: asked for the {path} path, took {:?}",
-            cell.id, result.message_path
-        )
-        .into()),
-        _ => Ok(()),
-    }
-}
-
 fn check_codec_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {
     let failure = failure_under_fault(cell, kind)?;
     let (expected, detail) = match kind {
@@ -987,35 +807,6 @@ fn check_codec_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {
     }
     println!("{}: failed as expected: {}", cell.id, failure.reason);
     Ok(())
-}
-
-/// An echo cell of the fault tests over `transport`: 2 + 6 round trips of 200 B.
-fn fault_cell(transport: TransportKind, wake: Option<WakeMode>) -> Cell {
-    Cell {
-        id: String::new(),
-        scenario: CELL_GROUP_FAULT.into(),
-        transport,
-        wake,
-        payload_bytes: 200,
-        payload_label: "200B".into(),
-        iterations: 6,
-        warmup: 2,
-        seed: 42,
-        profile: "fault".into(),
-        work: work_of(ScenarioKind::Echo, transport),
-        host: Default::default(),
-        peer: None,
-    }
-}
-
-/// The time limit of the fault tests' cells: short, so stalls end quickly; generous next
-/// to a loopback round trip.
-fn timeout_for(transport: TransportKind) -> Duration {
-    Duration::from_millis(if transport == TransportKind::Udp {
-        400
-    } else {
-        1500
-    })
 }
 
 /// The settings of a fault test's cell of `kind`: capnp frames, one client and one
@@ -1056,72 +847,4 @@ fn work_of(kind: ScenarioKind, transport: TransportKind) -> Work {
     .into_iter()
     .find(|work| work.kind() == kind)
     .unwrap_or_else(|| panic!("the fault tests have no {} cell", kind.as_str()))
-}
-
-fn check_fault(cell: &Cell, kind: FaultKind) -> Result<(), Failed> {
-    let failure = failure_under_fault(cell, kind)?;
-    let lossy = cell.transport == TransportKind::Udp;
-    let expected = match kind {
-        FaultKind::FlipByte => FailureKind::Mismatch,
-        FaultKind::Truncate | FaultKind::ExtraBytes => FailureKind::Length,
-        FaultKind::Stall => FailureKind::Timeout,
-        FaultKind::Exit => FailureKind::PeerGone,
-    };
-    // UDP cannot tell a dead or stalled peer from lost datagrams at once: it notices at
-    // the next request (port unreachable) or after replies were lost in a row.
-    let round_trip_ok = match failure.round_trip {
-        Some(i) if lossy && matches!(kind, FaultKind::Stall | FaultKind::Exit) => {
-            (FAULT_AT..FAULT_AT + 3).contains(&i)
-        }
-        Some(i) => i == FAULT_AT,
-        None => false,
-    };
-    if failure.kind != expected || !round_trip_ok {
-        return Err(format!(
-            "expected a {expected:?} failure at round trip {FAULT_AT}, got {:?} at {:?}: {}",
-            failure.kind, failure.round_trip, failure.reason
-        )
-        .into());
-    }
-    // The reply of 200 bytes: its middle byte flipped, its last byte cut, 3 bytes added.
-    let offset = match kind {
-        FaultKind::FlipByte => Some(100),
-        FaultKind::Truncate => Some(199),
-        FaultKind::ExtraBytes => Some(200),
-        FaultKind::Stall | FaultKind::Exit => None,
-    };
-    let detail = match kind {
-        FaultKind::FlipByte => "",
-        FaultKind::Truncate => "reply is 199 bytes, expected 200",
-        FaultKind::ExtraBytes => "reply is 203 bytes, expected 200",
-        FaultKind::Stall => {
-            if lossy {
-                "replies in a row"
-            } else {
-                "before the deadline"
-            }
-        }
-        // UDP learns it from the next request (nothing listens any more).
-        FaultKind::Exit => "the peer exited (exit status 3)",
-    };
-    if lossy && kind == FaultKind::Exit && !failure.reason.contains("the peer is gone") {
-        return Err(format!(
-            "the reason does not say `the peer is gone`: {}",
-            failure.reason
-        )
-        .into());
-    }
-    if !failure.reason.contains(detail) || !failure.reason.contains("round trip") {
-        return Err(format!("the reason does not say `{detail}`: {}", failure.reason).into());
-    }
-    if reported_offset(&failure.reason) != offset {
-        return Err(format!(
-            "expected the first difference at byte offset {offset:?}, the reason says {:?}: {}",
-            reported_offset(&failure.reason),
-            failure.reason
-        )
-        .into());
-    }
-    println!("{}: failed as expected: {}", cell.id, failure.reason);
-    Ok(())
 }

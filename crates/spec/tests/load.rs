@@ -503,3 +503,47 @@ scenarios:
         "{all}"
     );
 }
+
+/// A stack this process registered is listed like a built-in transport: its cells carry
+/// its name (in each of its wake modes, on the paths it offers), in the kinds that run
+/// over any channel, and a kind that does not is refused where the stack is listed.
+#[test]
+fn a_registered_stack_makes_cells_in_the_kinds_that_take_any_channel() {
+    use ipc_matrix_spec::{ChannelKind, MessagePath, StackName, StackTraits};
+    StackName::register(
+        "ring-of-mine",
+        StackTraits {
+            wake_modes: true,
+            message_paths: &[MessagePath::Copied, MessagePath::Loaned],
+            floor_like: ChannelKind::Shm,
+            byte_stream: false,
+        },
+    )
+    .unwrap();
+    let text = GOOD.replace(
+        "scenarios:\n  - name: echo",
+        "scenarios:\n  - { name: mine, kind: echo, transports: [ring-of-mine], wake: [busy-poll], paths: [loaned], payloads: [200B], iterations: 5, timeout: 1s }\n  - { name: ser, kind: codec, codecs: [prost], transports: [ring-of-mine], wake: [blocking], payloads: [200B], iterations: 5, timeout: 1s }\n  - name: echo",
+    );
+    let spec = Spec::parse(&text, Path::new("m.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    let ids: Vec<String> = spec
+        .cells("quick")
+        .unwrap()
+        .into_iter()
+        .map(|c| c.id)
+        .filter(|id| id.contains("ring-of-mine"))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "mine::loaned::ring-of-mine-busy::200B",
+            "ser::prost::ring-of-mine-blocking::200B"
+        ]
+    );
+    let rpc = GOOD.replace(
+        "scenarios:\n  - name: echo",
+        "scenarios:\n  - { name: calls, kind: rpc, transports: [ring-of-mine], payloads: [200B], iterations: 5, timeout: 1s }\n  - name: echo",
+    );
+    let e = &errors(&rpc).0[0];
+    assert_eq!(e.path, "scenarios[0].transports[0]", "{e}");
+    assert!(e.message.contains("does not run over a user's stack"), "{e}");
+}

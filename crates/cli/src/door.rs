@@ -1,0 +1,131 @@
+//! The nextest door: one test per cell of matrix.yaml (`echo::tcp::200B`), plus fault
+//! trials, through libtest-mimic, in a test target with `harness = false`. This
+//! repository's own (`crates/cli/tests/matrix.rs`) and a user's (`ipc_matrix::test_main!`)
+//! are both this function.
+//!
+//! Environment: IPC_MATRIX_FILE (default: the nearest matrix.yaml at or above the test
+//! crate's folder), IPC_MATRIX_PROFILE (default: quick), IPC_MATRIX_OUT (default:
+//! `<target dir>/ipc-matrix`).
+
+pub mod faults;
+
+use crate::{default_out_dir, exit_code, run_and_store, RunFolder, Stored};
+use ipc_matrix_results::Environment;
+use ipc_matrix_scenario::{unmet_need, RunOptions};
+use ipc_matrix_spec::{Cell, Spec};
+use libtest_mimic::{Arguments, Failed, Trial};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Runs the door of the test crate in `crate_dir` (its `CARGO_MANIFEST_DIR`): serves as a
+/// peer when started as one; else one trial per cell of the profile, then `extra`.
+pub fn run(crate_dir: &Path, extra: Vec<Trial>) -> ExitCode {
+    ipc_matrix_scenario::serve_if_requested();
+    let args = Arguments::from_args();
+    if !crate::environment_is_accepted() {
+        return ExitCode::from(exit_code::USAGE);
+    }
+    // The project is the test crate's: its nearest matrix.yaml's folder, whose target/
+    // the results go to, also when IPC_MATRIX_FILE names a matrix elsewhere.
+    let own = nearest_matrix(crate_dir);
+    let matrix = match env_path("IPC_MATRIX_FILE").or_else(|| own.clone()) {
+        Some(file) => file,
+        None => {
+            eprintln!(
+                "error: no matrix.yaml in {} or above it; set IPC_MATRIX_FILE",
+                crate_dir.display()
+            );
+            return ExitCode::from(exit_code::USAGE);
+        }
+    };
+    let home = own.map_or_else(
+        || crate_dir.to_path_buf(),
+        |m| crate::project::project_root(&m),
+    );
+    // An external peer's relative command is found from matrix.yaml's folder.
+    let project = crate::project::project_root(&matrix);
+    let profile = std::env::var("IPC_MATRIX_PROFILE").unwrap_or_else(|_| "quick".into());
+    let out = env_path("IPC_MATRIX_OUT").unwrap_or_else(|| default_out_dir(&home));
+
+    let cells = match Spec::load(&matrix)
+        .map_err(|e| e.to_string())
+        .and_then(|spec| spec.cells(&profile))
+    {
+        Ok(cells) => cells,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(exit_code::USAGE);
+        }
+    };
+    let mut trials: Vec<Trial> = cells
+        .into_iter()
+        .map(|cell| {
+            let (out, project) = (out.clone(), project.clone());
+            // A cell this machine cannot run (a second host without CAP_NET_ADMIN) is
+            // listed as ignored, saying what it needs: never passed silently.
+            let need = unmet_need(&cell);
+            let trial = Trial::test(cell.id.clone(), move || {
+                run_matrix_cell(&cell, &out, &project)
+            });
+            match need {
+                Some(need) => trial.with_ignored_flag(true).with_kind(need),
+                None => trial,
+            }
+        })
+        .collect();
+    trials.extend(extra);
+
+    // An empty selection is a mistake in the filter, never a silent pass.
+    if !args.list && !args.ignored && !trials.iter().any(|t| selected(&args, t.name())) {
+        eprintln!(
+            "error: no test matches {:?}; `cargo nextest list` shows them",
+            args.filter.as_deref().unwrap_or("")
+        );
+        return ExitCode::from(exit_code::NO_CELLS);
+    }
+    libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// The nearest matrix.yaml in `dir` or a folder above it.
+fn nearest_matrix(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .map(|d| d.join("matrix.yaml"))
+        .find(|file| file.is_file())
+}
+
+fn env_path(key: &str) -> Option<PathBuf> {
+    std::env::var_os(key).map(PathBuf::from)
+}
+
+fn selected(args: &Arguments, name: &str) -> bool {
+    let matches = |f: &str| {
+        if args.exact {
+            name == f
+        } else {
+            name.contains(f)
+        }
+    };
+    args.filter.as_deref().is_none_or(matches) && !args.skip.iter().any(|s| matches(s))
+}
+
+fn run_matrix_cell(cell: &Cell, out: &Path, project: &Path) -> Result<(), Failed> {
+    let options = RunOptions {
+        project_dir: project.to_path_buf(),
+        ..RunOptions::from_env()?
+    };
+    // Shared with the other cells of this nextest run; an `ipc-matrix run` writing into
+    // the same folder holds it alone, and this cell then fails rather than mix results.
+    let leg = Environment::capture().leg();
+    let _folder = RunFolder::share(out, &leg, &cell.profile)?;
+    let (result, stored) = run_and_store(cell, &options, out);
+    println!("{}", crate::format::verdict_line(&result));
+    match stored {
+        Stored::At(path) => println!("result: {}", path.display()),
+        Stored::NotOptimized => println!("note: unoptimized build; timings not stored"),
+        Stored::Failed(e) => return Err(format!("storing the result: {e}").into()),
+    }
+    match result.outcome.failure {
+        None => Ok(()),
+        Some(failure) => Err(format!("{}: {}", cell.id, failure.reason).into()),
+    }
+}
