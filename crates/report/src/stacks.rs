@@ -110,6 +110,9 @@ mod tests {
         let names: Vec<String> = stacks(&report).into_iter().map(|s| s.name).collect();
         assert_eq!(names, ["their-ring", "tcp"]);
         let page = crate::markdown::markdown(&report);
-        assert!(page.contains("| their-ring | `echo::their-ring::200B` |"), "{page}");
+        assert!(
+            page.contains("| their-ring | `echo::their-ring::200B` |"),
+            "{page}"
+        );
     }
 }

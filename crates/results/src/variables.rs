@@ -85,7 +85,7 @@ pub const VARIABLES: &[Variable] = &[
     },
     Variable {
         name: "IPC_MATRIX_FILE",
-        accepts: "a path: the matrix file the nextest suite runs (default: the workspace's matrix.yaml)",
+        accepts: "a path: the matrix file a nextest door runs (default: the nearest matrix.yaml at or above the test crate's folder)",
         set_by: "the user",
         check: one_line,
     },
@@ -97,8 +97,8 @@ pub const VARIABLES: &[Variable] = &[
     },
     Variable {
         name: "IPC_MATRIX_OUT",
-        accepts: "a path: the folder the nextest suite stores its results in (default target/ipc-matrix)",
-        set_by: "the user, scripts/second-userland.sh",
+        accepts: "a path: the folder a nextest door stores its results in (default: target/ipc-matrix beside the test crate's matrix.yaml)",
+        set_by: "the user, scripts/second-userland.sh, scripts/example-stacks.sh",
         check: one_line,
     },
     Variable {

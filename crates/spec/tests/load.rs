@@ -545,5 +545,8 @@ fn a_registered_stack_makes_cells_in_the_kinds_that_take_any_channel() {
     );
     let e = &errors(&rpc).0[0];
     assert_eq!(e.path, "scenarios[0].transports[0]", "{e}");
-    assert!(e.message.contains("does not run over a user's stack"), "{e}");
+    assert!(
+        e.message.contains("does not run over a user's stack"),
+        "{e}"
+    );
 }
