@@ -180,6 +180,21 @@ impl std::fmt::Debug for StackName {
     }
 }
 
+/// A stack's name as text; one that is not a well-formed stack name is refused where it
+/// is read (a peer's address, a results file), never taken for another transport.
+impl serde::Serialize for StackName {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for StackName {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        StackName::named(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 impl std::fmt::Display for StackName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -189,6 +204,20 @@ impl std::fmt::Display for StackName {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_reads_back_as_itself_and_an_ill_formed_one_is_refused() {
+        let name = StackName::named("read-back").unwrap();
+        let text = serde_json::to_string(&name).unwrap();
+        assert_eq!(text, "\"read-back\"");
+        assert_eq!(serde_json::from_str::<StackName>(&text).unwrap(), name);
+        for bad in ["\"tcp\"", "\"Not-A-Name\"", "\"\"", "\"a b\"", "7"] {
+            let why = serde_json::from_str::<StackName>(bad)
+                .unwrap_err()
+                .to_string();
+            assert!(!why.is_empty(), "{bad} was read as a stack name");
+        }
+    }
 
     #[test]
     fn a_name_is_one_stack_and_registers_once() {

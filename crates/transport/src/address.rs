@@ -39,7 +39,7 @@ pub enum PeerAddress {
     },
     /// A user's stack (`crate::stack`), by name, and the address its acceptor gave.
     Stack {
-        stack: String,
+        stack: ipc_matrix_spec::StackName,
         address: String,
     },
 }
@@ -87,12 +87,7 @@ impl PeerAddress {
             PeerAddress::Udp { .. } => ChannelKind::Udp,
             PeerAddress::Pipe { .. } => ChannelKind::Pipe,
             PeerAddress::Iceoryx2 { .. } => ChannelKind::Iceoryx2,
-            // A name no stack may take would not have been written by our acceptor; it
-            // is refused when the peer connects.
-            PeerAddress::Stack { stack, .. } => match ipc_matrix_spec::StackName::named(stack) {
-                Ok(name) => ChannelKind::Stack(name),
-                Err(_) => ChannelKind::Local,
-            },
+            PeerAddress::Stack { stack, .. } => ChannelKind::Stack(*stack),
         }
     }
 

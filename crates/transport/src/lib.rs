@@ -109,6 +109,6 @@ pub fn connect(
             *owner_pid,
             deadline,
         )?),
-        PeerAddress::Stack { stack, address } => stack::connect(stack, address, deadline)?,
+        PeerAddress::Stack { stack, address } => stack::connect(*stack, address, deadline)?,
     })
 }

@@ -91,14 +91,11 @@ pub(crate) fn listen(
 
 /// The peer's side of a registered stack, from the address its acceptor gave.
 pub(crate) fn connect(
-    stack: &str,
+    stack: StackName,
     address: &str,
     deadline: Instant,
 ) -> Result<Box<dyn Channel>, TransportError> {
-    let name = StackName::find(stack).ok_or_else(|| {
-        TransportError::Stack(format!("stack `{stack}` is not registered in this binary"))
-    })?;
-    registered(name)?.connect(address, deadline)
+    registered(stack)?.connect(address, deadline)
 }
 
 /// A stack's acceptor as the matrix's: its address named by the stack.
@@ -110,7 +107,7 @@ struct Registered {
 impl Acceptor for Registered {
     fn address(&self) -> PeerAddress {
         PeerAddress::Stack {
-            stack: self.name.as_str().to_owned(),
+            stack: self.name,
             address: self.inner.address(),
         }
     }
