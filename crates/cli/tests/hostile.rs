@@ -69,6 +69,38 @@ fn a_fifo_among_the_results_is_refused_naming_it() {
     );
 }
 
+/// A leg names one results folder: a `--leg` that would reach outside it (a path, `..`)
+/// or is no leg at all is refused (exit 2) before anything is read or written there.
+#[test]
+fn a_leg_that_is_not_a_leg_name_is_refused_before_anything_is_written() {
+    let s = Scratch::new("hostile-leg", MATRIX);
+    let cell = &fixture::cells(MATRIX, "quick")[0];
+    let env = fixture::environment("native", "Test CPU");
+    let result = fixture::passed(cell, &env, (0..300).map(|i| 40_000 + i).collect());
+    write_result(&s.path("results"), &result).unwrap();
+    for leg in [
+        "../../escaped@native",
+        "x86_64-unknown-linux-gnu/../..@qemu",
+        "..@qemu",
+        "x86_64-unknown-linux-gnu@elsewhere",
+        "x86_64-unknown-linux-gnu",
+    ] {
+        for args in [
+            vec!["report", "--results", "results", "--leg", leg],
+            vec!["history", "results", "--out", "history", "--leg", leg],
+        ] {
+            let (code, all) = run_bounded(&s, &args.iter().map(OsStr::new).collect::<Vec<_>>());
+            assert_eq!(code, Some(2), "{args:?}: {all}");
+            assert!(all.contains("is not a leg"), "{args:?}: {all}");
+        }
+    }
+    assert!(!s.path("escaped@native").exists());
+    assert!(
+        !s.path("history").exists(),
+        "nothing is written for a refused leg"
+    );
+}
+
 /// Every command that takes a path or a word: one that is not UTF-8 is an error (exit 2)
 /// naming what was given, never a panic.
 #[test]

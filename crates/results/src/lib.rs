@@ -23,8 +23,8 @@ pub use schema::{
     RESULT_SCHEMA_VERSION,
 };
 pub use store::{
-    cell_file_name, describe_file_kind, open_regular, read_bounded, read_results, read_run,
-    remove_stale_temporary_files, run_dir, run_id, write_all_or_none, write_atomically,
+    cell_file_name, describe_file_kind, is_leg_name, open_regular, read_bounded, read_results,
+    read_run, remove_stale_temporary_files, run_dir, run_id, write_all_or_none, write_atomically,
     write_result, RunResults, NEXTEST_RUN_ID_ENV,
 };
 pub use variables::{check_environment, read_variable, Problem, Variable, VARIABLES};

@@ -6,6 +6,20 @@ use crate::schema::{CellResult, MAX_RESULT_FILE_BYTES, RESULT_SCHEMA_VERSION};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+/// `<triple>@native` or `<triple>@qemu`, the triple of lowercase letters, digits, `_`,
+/// `.` and `-`: the name of a leg's results folder, and nothing that leaves it.
+pub fn is_leg_name(name: &str) -> bool {
+    let Some((triple, runner)) = name.split_once('@') else {
+        return false;
+    };
+    matches!(runner, "native" | "qemu")
+        && !triple.is_empty()
+        && !triple.starts_with('.')
+        && triple
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_.-".contains(c))
+}
+
 /// The folder of one leg's results for one profile, where its reports are written too.
 pub fn run_dir(out: &Path, leg: &str, profile: &str) -> PathBuf {
     out.join(leg).join(profile)

@@ -38,6 +38,34 @@ impl clap::builder::TypedValueParser for Text {
     }
 }
 
+/// The parser of a leg (`<triple>@native`, `<triple>@qemu`): text that names a results
+/// folder of one leg and nothing outside it (`../x@qemu`, `a/b@native` are refused).
+#[derive(Clone)]
+pub struct Leg;
+
+impl clap::builder::TypedValueParser for Leg {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        let text = Text.parse_ref(cmd, arg, value)?;
+        if ipc_matrix_results::is_leg_name(&text) {
+            return Ok(text);
+        }
+        Err(cmd.clone().error(
+            clap::error::ErrorKind::InvalidValue,
+            format!(
+                "--leg {:?} is not a leg: a leg is <triple>@native or <triple>@qemu, the triple of lowercase letters, digits, `_`, `.` and `-` (x86_64-unknown-linux-gnu@native)",
+                ipc_matrix_results::printable(&text)
+            ),
+        ))
+    }
+}
+
 /// Which stored results a command reads.
 #[derive(clap::Args)]
 pub struct StoredResults {
@@ -56,7 +84,7 @@ pub struct StoredResults {
     #[arg(long, value_name = "DIR")]
     pub results: Option<PathBuf>,
     /// Only this leg (`<triple>@<runner>`); repeatable; default: every leg with results.
-    #[arg(long, value_name = "LEG", value_parser = Text)]
+    #[arg(long, value_name = "LEG", value_parser = Leg)]
     pub leg: Vec<String>,
     /// The matrix, once read: a file is read once per command.
     #[arg(skip)]

@@ -118,7 +118,7 @@ fn results_in_artifacts(dir: &Path, profile: &str) -> Result<Vec<(String, PathBu
         entries.sort();
         for entry in entries {
             let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if is_leg_name(name) && entry.join(profile).join("cells").is_dir() {
+            if ipc_matrix_results::is_leg_name(name) && entry.join(profile).join("cells").is_dir() {
                 found.push((name.to_string(), folder.clone()));
             } else if depth + 1 < ARTIFACT_DEPTH {
                 pending.push((entry, depth + 1));
@@ -127,19 +127,6 @@ fn results_in_artifacts(dir: &Path, profile: &str) -> Result<Vec<(String, PathBu
     }
     found.sort();
     Ok(found)
-}
-
-/// `<triple>@native` or `<triple>@qemu`, the triple of lowercase letters, digits, `_`,
-/// `.` and `-`: the name of a leg's results folder.
-fn is_leg_name(name: &str) -> bool {
-    let Some((triple, runner)) = name.split_once('@') else {
-        return false;
-    };
-    matches!(runner, "native" | "qemu")
-        && !triple.is_empty()
-        && triple
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_.-".contains(c))
 }
 
 /// Shows how the results differ from the baseline, then stores them as the baseline (or
