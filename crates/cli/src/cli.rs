@@ -129,7 +129,7 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
         /// Only this leg (`<triple>@<runner>`); repeatable.
-        #[arg(long, value_name = "LEG", value_parser = args::Leg)]
+        #[arg(long, value_name = "LEG", value_parser = args::leg())]
         leg: Vec<String>,
     },
     /// Manage the committed baselines (baselines/<leg>/<profile>.json).

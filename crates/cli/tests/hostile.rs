@@ -46,13 +46,20 @@ fn an_argument_that_is_not_utf8_is_an_error_not_a_panic() {
     assert!(all.contains(".yaml"), "the error names the file: {all}");
 }
 
-#[test]
-fn a_fifo_among_the_results_is_refused_naming_it() {
-    let s = Scratch::new("hostile-fifo", MATRIX);
+/// One passed result of the matrix's first cell, stored under `results/` in `s`, and
+/// where it was written.
+fn one_stored_result(s: &Scratch) -> (ipc_matrix_results::CellResult, std::path::PathBuf) {
     let cell = &fixture::cells(MATRIX, "quick")[0];
     let env = fixture::environment("native", "Test CPU");
     let result = fixture::passed(cell, &env, (0..300).map(|i| 40_000 + i).collect());
     let stored = write_result(&s.path("results"), &result).unwrap();
+    (result, stored)
+}
+
+#[test]
+fn a_fifo_among_the_results_is_refused_naming_it() {
+    let s = Scratch::new("hostile-fifo", MATRIX);
+    let (result, stored) = one_stored_result(&s);
     let fifo = stored.with_file_name("planted.json");
     let c_path = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
     // SAFETY: a valid C string naming a path in the scratch folder.
@@ -74,10 +81,7 @@ fn a_fifo_among_the_results_is_refused_naming_it() {
 #[test]
 fn a_leg_that_is_not_a_leg_name_is_refused_before_anything_is_written() {
     let s = Scratch::new("hostile-leg", MATRIX);
-    let cell = &fixture::cells(MATRIX, "quick")[0];
-    let env = fixture::environment("native", "Test CPU");
-    let result = fixture::passed(cell, &env, (0..300).map(|i| 40_000 + i).collect());
-    write_result(&s.path("results"), &result).unwrap();
+    one_stored_result(&s);
     for leg in [
         "../../escaped@native",
         "x86_64-unknown-linux-gnu/../..@qemu",

@@ -38,32 +38,17 @@ impl clap::builder::TypedValueParser for Text {
     }
 }
 
-/// The parser of a leg (`<triple>@native`, `<triple>@qemu`): text that names a results
-/// folder of one leg and nothing outside it (`../x@qemu`, `a/b@native` are refused).
-#[derive(Clone)]
-pub struct Leg;
-
-impl clap::builder::TypedValueParser for Leg {
-    type Value = String;
-
-    fn parse_ref(
-        &self,
-        cmd: &clap::Command,
-        arg: Option<&clap::Arg>,
-        value: &std::ffi::OsStr,
-    ) -> Result<String, clap::Error> {
-        let text = Text.parse_ref(cmd, arg, value)?;
-        if ipc_matrix_results::is_leg_name(&text) {
-            return Ok(text);
-        }
-        Err(cmd.clone().error(
-            clap::error::ErrorKind::InvalidValue,
-            format!(
-                "--leg {:?} is not a leg: a leg is <triple>@native or <triple>@qemu, the triple of lowercase letters, digits, `_`, `.` and `-` (x86_64-unknown-linux-gnu@native)",
-                ipc_matrix_results::printable(&text)
-            ),
-        ))
-    }
+/// The parser of a leg (`<triple>@native`, `<triple>@qemu`): [`Text`] that names a
+/// results folder of one leg and nothing outside it (`../x@qemu`, `a/b@native` are refused).
+pub fn leg() -> impl clap::builder::TypedValueParser<Value = String> {
+    use clap::builder::TypedValueParser;
+    Text.try_map(|text| match ipc_matrix_results::is_leg_name(&text) {
+        true => Ok(text),
+        false => Err(format!(
+            "{:?} is not a leg: a leg is <triple>@native or <triple>@qemu, the triple of lowercase letters, digits, `_`, `.` and `-` (x86_64-unknown-linux-gnu@native)",
+            ipc_matrix_results::printable(&text)
+        )),
+    })
 }
 
 /// Which stored results a command reads.
@@ -84,7 +69,7 @@ pub struct StoredResults {
     #[arg(long, value_name = "DIR")]
     pub results: Option<PathBuf>,
     /// Only this leg (`<triple>@<runner>`); repeatable; default: every leg with results.
-    #[arg(long, value_name = "LEG", value_parser = Leg)]
+    #[arg(long, value_name = "LEG", value_parser = leg())]
     pub leg: Vec<String>,
     /// The matrix, once read: a file is read once per command.
     #[arg(skip)]
