@@ -12,7 +12,7 @@ pub mod faults;
 use crate::{default_out_dir, exit_code, run_and_store, RunFolder, Stored};
 use ipc_matrix_results::Environment;
 use ipc_matrix_scenario::{unmet_need, RunOptions};
-use ipc_matrix_spec::{Cell, Spec};
+use ipc_matrix_spec::Cell;
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -47,10 +47,7 @@ pub fn run(crate_dir: &Path, extra: Vec<Trial>) -> ExitCode {
     let profile = std::env::var("IPC_MATRIX_PROFILE").unwrap_or_else(|_| "quick".into());
     let out = env_path("IPC_MATRIX_OUT").unwrap_or_else(|| default_out_dir(&home));
 
-    let cells = match Spec::load(&matrix)
-        .map_err(|e| e.to_string())
-        .and_then(|spec| spec.cells(&profile))
-    {
+    let cells = match crate::project::load_matrix(&matrix).and_then(|spec| spec.cells(&profile)) {
         Ok(cells) => cells,
         Err(e) => {
             eprintln!("error: {e}");

@@ -6,6 +6,18 @@
 
 use std::path::{Path, PathBuf};
 
+/// The matrix at `matrix`, its plugins (stacks in shared libraries, `plugins:`) loaded
+/// and registered first, since its scenarios may name them. A library that cannot be
+/// loaded is registered as broken, and fails its cells; a plugin whose name is taken
+/// (a built-in transport, or a stack this binary registered) is refused here.
+pub fn load_matrix(matrix: &Path) -> Result<ipc_matrix_spec::Spec, String> {
+    for plugin in ipc_matrix_spec::Spec::declared_plugins(matrix) {
+        ipc_matrix_transport::register_plugin(&plugin.name, &plugin.library)
+            .map_err(|why| format!("{}: plugins.{}: {why}", matrix.display(), plugin.name))?;
+    }
+    ipc_matrix_spec::Spec::load(matrix).map_err(|e| e.to_string())
+}
+
 /// The name looked for.
 pub const MATRIX_FILE: &str = "matrix.yaml";
 

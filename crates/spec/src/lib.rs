@@ -27,6 +27,7 @@ mod kinds;
 pub mod limits;
 mod locate;
 mod model;
+mod plugins;
 mod raw;
 mod reach;
 mod seeded;
@@ -44,6 +45,7 @@ pub use model::{
     ChannelKind, CodecKind, MessagePath, Overrides, Profile, RegressionPolicy, Runner, Scenario,
     Spec, Target, TransportKind, WakeMode, SCHEMA_VERSION,
 };
+pub use plugins::{Plugin, ARCH_PLACEHOLDER, MAX_LIBRARY_PATH_BYTES};
 pub use reach::{ExternalPeer, Host, NetnsLink, DEFAULT_MTU, TARGET_PLACEHOLDER};
 pub use seeded::{pseudo_random_bytes, splitmix64};
 pub use stack::{StackName, StackTraits, BUILT_IN_NAMES, MAX_STACK_NAMES};

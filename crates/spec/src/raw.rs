@@ -4,6 +4,7 @@
 
 use crate::kinds::{LogSink, ScenarioKind};
 use crate::model::{CodecKind, MessagePath, Profile, Target, TransportKind, WakeMode};
+use crate::plugins::RawPlugin;
 use crate::reach::{RawHost, RawLink, RawPeer};
 use crate::units::{ByteSize, Count, DurationSpec};
 use serde::Deserialize;
@@ -18,6 +19,9 @@ pub(crate) struct RawSpec {
     pub targets: Vec<Target>,
     pub profiles: BTreeMap<String, Profile>,
     pub scenarios: Vec<RawScenario>,
+    /// Stacks in shared libraries, by name (`plugins.rs`).
+    #[serde(default)]
+    pub plugins: BTreeMap<String, RawPlugin>,
 }
 
 fn default_seed() -> u64 {

@@ -143,7 +143,7 @@ impl StackName {
     }
 }
 
-fn check_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
     let well_formed = !name.is_empty()
         && name.len() <= 40
         && name.starts_with(|c: char| c.is_ascii_lowercase())

@@ -22,27 +22,7 @@ fn key(k: &str) -> Segment {
 impl Spec {
     /// Reads, parses and validates a matrix file.
     pub fn load(file: &Path) -> Result<Spec, SpecErrors> {
-        let whole = |message: String| {
-            SpecErrors(vec![SpecError {
-                file: file.to_path_buf(),
-                location: None,
-                path: String::new(),
-                message,
-            }])
-        };
-        // A regular file only: a FIFO, socket or device is refused before a byte is
-        // read (a FIFO would be waited on, /dev/zero read for ever, and a pipe could be
-        // read only once, where a run reads its matrix at the start and each nextest
-        // process again). One byte more than the limit is enough to refuse it.
-        let mut bytes = Vec::new();
-        ipc_matrix_count_window::open_regular_file(file)
-            .and_then(|f| f.take(MAX_FILE_BYTES as u64 + 1).read_to_end(&mut bytes))
-            .map_err(|e| whole(format!("cannot read the matrix file: {e}")))?;
-        if bytes.len() > MAX_FILE_BYTES {
-            return Err(whole(too_large()));
-        }
-        let text = String::from_utf8(bytes)
-            .map_err(|e| whole(format!("the matrix file is not UTF-8 text: {e}")))?;
+        let text = read_matrix(file)?;
         Spec::parse(&text, file)
     }
 
@@ -109,6 +89,32 @@ impl Spec {
     }
 }
 
+/// The text of the matrix file at `file`: a regular file within the size limit, UTF-8.
+pub(crate) fn read_matrix(file: &Path) -> Result<String, SpecErrors> {
+    let whole = |message: String| {
+        SpecErrors(vec![SpecError {
+            file: file.to_path_buf(),
+            location: None,
+            path: String::new(),
+            message,
+        }])
+    };
+    // A regular file only: a FIFO, socket or device is refused before a byte is
+    // read (a FIFO would be waited on, /dev/zero read for ever, and a pipe could be
+    // read only once, where a run reads its matrix at the start and each nextest
+    // process again). One byte more than the limit is enough to refuse it.
+    let mut bytes = Vec::new();
+    ipc_matrix_count_window::open_regular_file(file)
+        .and_then(|f| f.take(MAX_FILE_BYTES as u64 + 1).read_to_end(&mut bytes))
+        .map_err(|e| whole(format!("cannot read the matrix file: {e}")))?;
+    if bytes.len() > MAX_FILE_BYTES {
+        return Err(whole(too_large()));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|e| whole(format!("the matrix file is not UTF-8 text: {e}")))?;
+    Ok(text)
+}
+
 impl RawSpec {
     /// The spec with every scenario in its kind's variant, when nothing is wrong; and
     /// every problem found, in document order.
@@ -124,6 +130,11 @@ impl RawSpec {
             ));
         }
         self.check_targets(&mut out);
+        for (name, plugin) in &self.plugins {
+            if let Err(why) = crate::plugins::check_plugin(name, plugin) {
+                out.push((vec![key("plugins"), key(name)], why));
+            }
+        }
         self.check_profiles(&mut out);
         if self.scenarios.is_empty() {
             out.push((

@@ -37,10 +37,13 @@ pub enum PeerAddress {
         max_message: usize,
         owner_pid: u32,
     },
-    /// A user's stack (`crate::stack`), by name, and the address its acceptor gave.
+    /// A user's stack (`crate::stack`), by name, and the address its acceptor gave; for
+    /// a stack in a shared library (`crate::plugin`), the library, which the peer loads.
     Stack {
         stack: ipc_matrix_spec::StackName,
         address: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        library: Option<std::path::PathBuf>,
     },
 }
 

@@ -15,6 +15,7 @@
 //!    one file or folder each: `udp`, `shm/`, `iceoryx2/` (each folder with its own sweep);
 //! 5. the byte-stream transports `tcp`, `local`, `pipe`; `sweep`, which combines each
 //!    transport's sweep; `stack`: a user's stack ([`Stack`]), registered by name;
+//!    `plugin`: a stack in a shared library (the C ABI of `include/ipc_matrix_stack.h`);
 //! 6. this file: [`listen`] and [`connect`], which pick the transport.
 
 mod address;
@@ -26,6 +27,7 @@ mod iceoryx2;
 mod local;
 mod pipe;
 mod platform;
+mod plugin;
 mod shm;
 mod stack;
 mod sweep;
@@ -43,6 +45,7 @@ pub use platform::{
     allowed_cpus, die_with_parent, futex_wait, futex_wake, holds_a_socket, process_alive,
     process_table, set_thread_cpus, thread_states, FutexWake, ProcessEntry,
 };
+pub use plugin::{register_plugin, ABI_VERSION as PLUGIN_ABI_VERSION};
 pub use shm::{SHM_CHUNK, SHM_RING_SLOTS};
 pub use stack::{register_stack, Stack, StackAcceptor};
 pub use sweep::{remove_stale_artifacts, remove_stale_artifacts_in, Removed};
@@ -109,6 +112,10 @@ pub fn connect(
             *owner_pid,
             deadline,
         )?),
-        PeerAddress::Stack { stack, address } => stack::connect(*stack, address, deadline)?,
+        PeerAddress::Stack {
+            stack,
+            address,
+            library,
+        } => stack::connect(*stack, address, library.as_deref(), deadline)?,
     })
 }

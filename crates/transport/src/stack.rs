@@ -11,6 +11,7 @@ use crate::contract::{Acceptor, Channel};
 use crate::error::TransportError;
 use crate::ListenOptions;
 use ipc_matrix_spec::{StackName, StackTraits};
+use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 use std::time::Instant;
 
@@ -52,17 +53,46 @@ pub trait StackAcceptor: Send {
     ) -> Result<Box<dyn Channel>, TransportError>;
 }
 
-static STACKS: RwLock<Vec<(StackName, &'static dyn Stack)>> = RwLock::new(Vec::new());
+/// A registered stack, and the shared library it came from (`crate::plugin`), if any.
+struct Entry {
+    name: StackName,
+    stack: &'static dyn Stack,
+    library: Option<PathBuf>,
+}
+
+static STACKS: RwLock<Vec<Entry>> = RwLock::new(Vec::new());
 
 /// Registers `stack` for this process's cells and peers, under its name. Refused when the
 /// name is ill-formed, a built-in transport's, or registered already.
 pub fn register_stack(stack: &'static dyn Stack) -> Result<StackName, String> {
+    register_stack_from(stack, None)
+}
+
+/// [`register_stack`], for a stack loaded from `library`, which its peers load too.
+pub(crate) fn register_stack_from(
+    stack: &'static dyn Stack,
+    library: Option<PathBuf>,
+) -> Result<StackName, String> {
     let name = StackName::register(stack.name(), stack.traits())?;
     STACKS
         .write()
         .unwrap_or_else(|e| e.into_inner())
-        .push((name, stack));
+        .push(Entry {
+            name,
+            stack,
+            library,
+        });
     Ok(name)
+}
+
+/// The library the registered stack `name` was loaded from.
+pub(crate) fn library_of(name: StackName) -> Option<PathBuf> {
+    STACKS
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|e| e.name == name)
+        .and_then(|e| e.library.clone())
 }
 
 /// The registered stack of `name`.
@@ -71,8 +101,8 @@ fn registered(name: StackName) -> Result<&'static dyn Stack, TransportError> {
         .read()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, stack)| *stack)
+        .find(|e| e.name == name)
+        .map(|e| e.stack)
         .ok_or_else(|| {
             TransportError::Stack(format!(
                 "stack `{name}` is not registered in this binary (register it in the entry point, ipc_matrix::main! or ipc_matrix::test_main!)"
@@ -86,15 +116,27 @@ pub(crate) fn listen(
     options: &ListenOptions,
 ) -> Result<Box<dyn Acceptor>, TransportError> {
     let inner = registered(name)?.listen(options)?;
-    Ok(Box::new(Registered { name, inner }))
+    Ok(Box::new(Registered {
+        name,
+        inner,
+        library: library_of(name),
+    }))
 }
 
-/// The peer's side of a registered stack, from the address its acceptor gave.
+/// The peer's side of a registered stack, from the address its acceptor gave; a stack in
+/// a shared library is loaded from it first, where this process has not yet.
 pub(crate) fn connect(
     stack: StackName,
     address: &str,
+    library: Option<&Path>,
     deadline: Instant,
 ) -> Result<Box<dyn Channel>, TransportError> {
+    if let Some(library) = library {
+        if stack.traits().is_none() {
+            crate::plugin::register_plugin(stack.as_str(), library)
+                .map_err(TransportError::Stack)?;
+        }
+    }
     registered(stack)?.connect(address, deadline)
 }
 
@@ -102,6 +144,7 @@ pub(crate) fn connect(
 struct Registered {
     name: StackName,
     inner: Box<dyn StackAcceptor>,
+    library: Option<PathBuf>,
 }
 
 impl Acceptor for Registered {
@@ -109,6 +152,7 @@ impl Acceptor for Registered {
         PeerAddress::Stack {
             stack: self.name,
             address: self.inner.address(),
+            library: self.library.clone(),
         }
     }
 

@@ -251,7 +251,7 @@ fn spec_of<'a>(cell: &'a std::cell::OnceCell<Spec>, matrix: &Path) -> Result<&'a
     if let Some(spec) = cell.get() {
         return Ok(spec);
     }
-    let spec = Spec::load(matrix).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let spec = crate::project::load_matrix(matrix).map_err(anyhow::Error::msg)?;
     Ok(cell.get_or_init(|| spec))
 }
 

@@ -45,7 +45,7 @@ enum Finding {
 /// stderr. Exit 3 when a blocking leg regressed, else 1 when a blocking leg has no
 /// report, else 0.
 pub fn gate(folders: &[PathBuf], matrix: &Path, profile: &str) -> Result<u8> {
-    let spec = Spec::load(matrix).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let spec = crate::project::load_matrix(matrix).map_err(anyhow::Error::msg)?;
     let mut seen: Vec<(String, String, PathBuf, Finding)> = Vec::new();
     for dir in folders {
         let (leg, leg_profile, finding) = read_folder(dir);

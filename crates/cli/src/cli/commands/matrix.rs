@@ -3,11 +3,10 @@
 
 use crate::exit_code;
 use anyhow::Result;
-use ipc_matrix_spec::Spec;
 use std::path::Path;
 
 pub fn run(matrix: &Path, github: bool) -> Result<u8> {
-    let spec = Spec::load(matrix).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let spec = crate::project::load_matrix(matrix).map_err(anyhow::Error::msg)?;
     let jobs = ipc_matrix_spec::github::job_matrix(&spec).map_err(anyhow::Error::msg)?;
     if github {
         println!("{}", jobs.to_json());
