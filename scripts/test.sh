@@ -11,8 +11,8 @@
 # then renders every report page written in headless Chromium (scripts/check-reports.sh):
 # it fails when a page scrolls sideways at 1400 px, a plot or image does not render, or
 # the console shows an error, and keeps screenshots in target/ipc-matrix/screenshots/.
-# Runs the worked example of a user's own stack (examples/rust-stack) from a copy outside
-# this repository (scripts/example-stacks.sh).
+# Runs the worked examples of a user's own stack (examples/rust-stack in Rust,
+# examples/c-stack in C) from copies outside this repository (scripts/example-stacks.sh).
 # Also runs the transport crate's tests, and the reference C peer's cells, on s390x
 # (big-endian) under QEMU. Builds the reference external peers (scripts/build-peers.sh). Installs
 # cargo-nextest, the aarch64 and s390x rustup targets, their cross gcc and g++ and

@@ -1,0 +1,223 @@
+//! Stacks in shared libraries (matrix.yaml's `plugins:`, the C ABI of
+//! crates/transport/include/ipc_matrix_stack.h): the example stack (examples/c-stack) as
+//! it is, and broken in each way a real library might be (tests/plugins/hostile.c). A
+//! broken library fails its own cells with the reason, never the run: the built-in cell
+//! beside them passes, and the run exits 1, not 2.
+//!
+//! The libraries are built here with the C compiler (`CC`, else `cc`). A static build
+//! (the counted musl builds) cannot load a library at all, so these run where the C
+//! library is glibc.
+#![cfg(all(target_os = "linux", target_env = "gnu"))]
+
+mod common;
+
+use common::{text, Scratch};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(rel)
+}
+
+/// Builds `source` as a shared library `out`, with `defines`.
+fn build_library(source: &Path, out: &Path, defines: &[&str]) {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let built = Command::new(&cc)
+        .args([
+            "-std=c11", "-shared", "-fPIC", "-O1", "-Wall", "-Wextra", "-Werror",
+        ])
+        .args(defines.iter().map(|d| format!("-D{d}")))
+        .arg("-I")
+        .arg(repo("crates/transport/include"))
+        .arg("-I")
+        .arg(repo("examples/c-stack"))
+        .arg("-o")
+        .arg(out)
+        .arg(source)
+        .output()
+        .unwrap_or_else(|e| panic!("the C compiler `{cc}` cannot be started: {e}"));
+    assert!(built.status.success(), "{cc}: {}", text(&built));
+}
+
+/// A matrix with the plugin `seqpacket` at `library` and echo cells over it, on both
+/// paths, beside a built-in local socket's.
+fn matrix(library: &str) -> String {
+    format!(
+        "version: 1
+targets: [{{ triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }}]
+profiles: {{ quick: {{ description: test }} }}
+plugins:
+  seqpacket: {{ library: {library} }}
+scenarios:
+  - {{ name: echo, kind: echo, transports: [seqpacket, local], payloads: [200B], iterations: 40, warmup: 10, timeout: 2s }}
+  - {{ name: echo-paths, kind: echo, transports: [seqpacket], paths: [loaned], payloads: [200B], iterations: 40, warmup: 10, timeout: 2s }}
+"
+    )
+}
+
+/// Runs the quick profile with the hostile library built `HOSTILE_<way>` (none: the
+/// example as it is); its exit code and output.
+fn run_with(way: Option<&str>, env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let name = format!("plugin-{}", way.unwrap_or("good").to_lowercase());
+    let scratch = Scratch::new(&name, &matrix("lib/libseqpacket.so"));
+    std::fs::create_dir_all(scratch.path("lib")).unwrap();
+    let define = way.map(|w| format!("HOSTILE_{w}"));
+    let (source, defines): (PathBuf, Vec<&str>) = match &define {
+        Some(d) => (repo("crates/cli/tests/plugins/hostile.c"), vec![d.as_str()]),
+        None => (repo("examples/c-stack/seqpacket.c"), vec![]),
+    };
+    build_library(&source, &scratch.path("lib/libseqpacket.so"), &defines);
+    let mut command = scratch.command(&["run", "--profile", "quick", "--out", "out"]);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = command.output().unwrap();
+    (out.status.code(), text(&out))
+}
+
+/// The outcome line of `cell` in `output`.
+fn line_of<'a>(output: &'a str, cell: &str) -> &'a str {
+    output
+        .lines()
+        .find(|l| {
+            (l.starts_with("PASS") || l.starts_with("FAIL")) && l.contains(&format!("] {cell}"))
+        })
+        .unwrap_or_else(|| panic!("no outcome of {cell}:\n{output}"))
+}
+
+/// A broken library's cells fail with `reason`; the built-in cell passes; exit 1.
+fn fails_its_cells_only(way: &str, reason: &str) {
+    let (code, output) = run_with(Some(way), &[]);
+    assert_eq!(code, Some(1), "{output}");
+    assert!(
+        line_of(&output, "echo::local::200B").starts_with("PASS"),
+        "{output}"
+    );
+    let failed = line_of(&output, "echo::seqpacket::200B");
+    assert!(failed.starts_with("FAIL"), "{output}");
+    assert!(failed.contains(reason), "{reason:?} not in: {failed}");
+}
+
+#[test]
+fn the_example_stack_passes_on_both_paths() {
+    let (code, output) = run_with(None, &[]);
+    assert_eq!(code, Some(0), "{output}");
+    for cell in [
+        "echo::seqpacket::200B",
+        "echo::local::200B",
+        "echo-paths::loaned::seqpacket::200B",
+    ] {
+        assert!(line_of(&output, cell).starts_with("PASS"), "{output}");
+    }
+    assert!(output.contains("its unix-stream floor"), "{output}");
+}
+
+#[test]
+fn a_reply_the_stack_corrupts_fails_its_cell_at_that_round_trip_and_offset() {
+    // The peer's 6th message is the reply of round trip 5; its middle byte is byte 100.
+    let (code, output) = run_with(None, &[("SEQPACKET_CORRUPT_REPLY", "6")]);
+    assert_eq!(code, Some(1), "{output}");
+    let failed = line_of(&output, "echo::seqpacket::200B");
+    assert!(failed.contains("round trip 5 of"), "{failed}");
+    assert!(
+        failed.contains("first difference at byte offset 100"),
+        "{failed}"
+    );
+}
+
+#[test]
+fn a_library_that_is_not_there_fails_its_cells_naming_the_path() {
+    let scratch = Scratch::new("plugin-missing", &matrix("lib/nowhere.so"));
+    let out = scratch.run(&["run", "--profile", "quick", "--out", "out"]);
+    let output = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{output}");
+    assert!(
+        line_of(&output, "echo::local::200B").starts_with("PASS"),
+        "{output}"
+    );
+    let failed = line_of(&output, "echo::seqpacket::200B");
+    assert!(
+        failed.contains("lib/nowhere.so") && failed.contains("cannot be used"),
+        "{failed}"
+    );
+}
+
+#[test]
+fn a_library_without_the_entry_point_fails_its_cells() {
+    fails_its_cells_only("NO_ENTRY", "it has no function ipcm_stack_v1");
+}
+
+#[test]
+fn a_table_of_another_abi_version_fails_its_cells() {
+    fails_its_cells_only(
+        "ABI_VERSION",
+        "its table is ABI version 2; this ipc-matrix speaks version 1",
+    );
+}
+
+#[test]
+fn a_table_of_another_size_fails_its_cells() {
+    fails_its_cells_only("SIZE", "its table is 64 bytes");
+}
+
+#[test]
+fn a_table_under_another_name_fails_its_cells() {
+    fails_its_cells_only("NAME", "it calls itself `someone-else`");
+}
+
+#[test]
+fn a_table_with_a_call_missing_fails_its_cells() {
+    fails_its_cells_only("NULL_SEND", "its table has no `send`");
+}
+
+#[test]
+fn a_loaned_path_only_partly_there_fails_its_cells() {
+    fails_its_cells_only("PARTIAL_LOANS", "its loaned path is only partly there");
+}
+
+#[test]
+fn a_receive_that_claims_more_bytes_than_its_room_fails_its_cell() {
+    fails_its_cells_only("LYING_RECV", "broke its ABI: recv said it wrote");
+}
+
+#[test]
+fn a_status_the_abi_does_not_have_fails_its_cell() {
+    fails_its_cells_only("UNKNOWN_STATUS", "send returned status 42");
+}
+
+#[test]
+fn a_peer_that_crashes_inside_the_library_fails_its_cell_naming_the_signal() {
+    fails_its_cells_only("CRASHING_PEER", "killed by signal 11");
+}
+
+#[test]
+fn a_peer_that_ignores_its_deadline_fails_its_cell_at_the_deadline() {
+    fails_its_cells_only("SILENT_PEER", "no message before the deadline");
+}
+
+#[test]
+fn a_borrow_that_lends_more_than_asked_fails_the_loaned_cell() {
+    let (code, output) = run_with(Some("LYING_BORROW"), &[]);
+    assert_eq!(code, Some(1), "{output}");
+    assert!(
+        line_of(&output, "echo::seqpacket::200B").starts_with("PASS"),
+        "{output}"
+    );
+    let failed = line_of(&output, "echo-paths::loaned::seqpacket::200B");
+    assert!(failed.contains("broke its ABI: borrow lent"), "{failed}");
+}
+
+#[test]
+fn a_plugin_under_a_built_in_transports_name_is_refused_before_anything_runs() {
+    let scratch = Scratch::new(
+        "plugin-built-in-name",
+        &matrix("lib/x.so").replace("  seqpacket: {", "  tcp: {"),
+    );
+    let out = scratch.run(&["run", "--profile", "quick", "--out", "out"]);
+    let output = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{output}");
+    assert!(output.contains("plugins.tcp"), "{output}");
+    assert!(!scratch.path("out").exists(), "{output}");
+}

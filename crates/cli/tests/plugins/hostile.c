@@ -1,0 +1,89 @@
+/*
+ * The seqpacket example stack (examples/c-stack/seqpacket.c) broken in one way, chosen at
+ * build time with -DHOSTILE_<WAY>: each is a plugin a user might really ship, and each
+ * must fail its cells with a clear reason, never the run (tests/plugins.rs).
+ */
+/* Each build uses one of the ways below. */
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wunused-variable"
+
+#define ipcm_stack_v1 seqpacket_stack_v1
+#include "seqpacket.c"
+#undef ipcm_stack_v1
+
+#include <signal.h>
+
+static ipcm_stack_table_v1 hostile;
+/* Set in the process that listened: the measuring side, not the peer. */
+static int measuring;
+
+static ipcm_status listen_and_mark(size_t max_message, ipcm_acceptor **a, ipcm_error *e) {
+    measuring = 1;
+    return sp_listen(max_message, a, e);
+}
+
+/* Says a message was one byte longer than the room it had. */
+static ipcm_status recv_lying(ipcm_channel *c, uint8_t *buf, size_t capacity, size_t *len,
+                              uint64_t deadline_ns, ipcm_error *error) {
+    ipcm_status s = sp_recv(c, buf, capacity, len, deadline_ns, error);
+    if (s == IPCM_OK && measuring && *len > 0) *len = capacity + 1;
+    return s;
+}
+
+/* Returns a status the ABI does not have. */
+static ipcm_status send_unknown_status(ipcm_channel *c, const uint8_t *m, size_t len,
+                                       uint64_t deadline_ns, ipcm_error *error) {
+    if (measuring && c->sent >= 3) return (ipcm_status)42;
+    return sp_send(c, m, len, deadline_ns, error);
+}
+
+/* The peer dies of a bad pointer on its third reply. */
+static ipcm_status send_crashing(ipcm_channel *c, const uint8_t *m, size_t len,
+                                 uint64_t deadline_ns, ipcm_error *error) {
+    if (!measuring && c->sent >= 2) raise(SIGSEGV);
+    return sp_send(c, m, len, deadline_ns, error);
+}
+
+/* The peer stops answering and ignores its deadline. */
+static ipcm_status recv_never(ipcm_channel *c, uint8_t *buf, size_t capacity, size_t *len,
+                              uint64_t deadline_ns, ipcm_error *error) {
+    if (!measuring && c->sent >= 3) for (;;) pause();
+    return sp_recv(c, buf, capacity, len, deadline_ns, error);
+}
+
+/* A borrow that lends more than was asked for. */
+static ipcm_status borrow_lying(ipcm_channel *c, size_t limit, uint64_t deadline_ns,
+                                const uint8_t **message, size_t *len, ipcm_error *error) {
+    ipcm_status s = sp_borrow(c, limit, deadline_ns, message, len, error);
+    if (s == IPCM_OK && measuring && *len > 0) *len = limit + 1;
+    return s;
+}
+
+#ifndef HOSTILE_NO_ENTRY
+const ipcm_stack_table_v1 *ipcm_stack_v1(void) {
+    hostile = *seqpacket_stack_v1();
+    hostile.listen = listen_and_mark;
+#if defined(HOSTILE_ABI_VERSION)
+    hostile.abi_version = 2;
+#elif defined(HOSTILE_SIZE)
+    hostile.size = 64;
+#elif defined(HOSTILE_NAME)
+    hostile.name = "someone-else";
+#elif defined(HOSTILE_PARTIAL_LOANS)
+    hostile.borrow = NULL;
+#elif defined(HOSTILE_NULL_SEND)
+    hostile.send = NULL;
+#elif defined(HOSTILE_LYING_RECV)
+    hostile.recv = recv_lying;
+#elif defined(HOSTILE_UNKNOWN_STATUS)
+    hostile.send = send_unknown_status;
+#elif defined(HOSTILE_CRASHING_PEER)
+    hostile.send = send_crashing;
+#elif defined(HOSTILE_SILENT_PEER)
+    hostile.recv = recv_never;
+#elif defined(HOSTILE_LYING_BORROW)
+    hostile.borrow = borrow_lying;
+#endif
+    return &hostile;
+}
+#endif
