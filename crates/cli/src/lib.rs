@@ -3,6 +3,7 @@
 //! [`cli`] and [`door`] (nextest); and what a user's binary needs to bring its own stack
 //! into them ([`stack_entry`], [`main!`], [`test_main!`]).
 
+mod cell_process;
 pub mod cli;
 pub mod commit;
 pub mod door;
@@ -85,7 +86,30 @@ pub fn remove_stale_artifacts_once() -> Vec<PathBuf> {
 /// Runs one cell and stores its result (passed or failed: a failure is a result too).
 pub fn run_and_store(cell: &Cell, options: &RunOptions, out: &Path) -> (CellResult, Stored) {
     remove_stale_artifacts_once();
-    let result = run_cell(cell, options);
+    stored(run_cell(cell, options), out)
+}
+
+/// [`run_and_store`], the cells of a stack in a shared library each in a process of its
+/// own (`cell_process`), as `ipc-matrix run` runs them: the library's code runs in the
+/// measuring process, and a crash or a stall there is then the cell's, not the run's.
+/// (The nextest door needs none: each of its cells is a process already.)
+pub(crate) fn run_and_store_isolating_plugins(
+    cell: &Cell,
+    options: &RunOptions,
+    out: &Path,
+) -> (CellResult, Stored) {
+    remove_stale_artifacts_once();
+    // A fault (the harness's own trials) is not passed to a child: such a cell runs here.
+    let result = if options.fault.is_none() && cell_process::needs_own_process(cell) {
+        cell_process::run_in_own_process(cell, options)
+    } else {
+        run_cell(cell, options)
+    };
+    stored(result, out)
+}
+
+/// `result`, stored when it is an optimized build's.
+fn stored(result: CellResult, out: &Path) -> (CellResult, Stored) {
     let stored = if result.environment.is_optimized() {
         match write_result(out, &result) {
             Ok(path) => Stored::At(path),

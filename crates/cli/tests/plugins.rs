@@ -198,6 +198,21 @@ fn a_peer_that_ignores_its_deadline_fails_its_cell_at_the_deadline() {
 }
 
 #[test]
+fn a_crash_inside_the_library_on_the_measuring_side_fails_its_cell_not_the_run() {
+    fails_its_cells_only(
+        "CRASHING_MEASURER",
+        "the measuring process was killed by signal 11",
+    );
+}
+
+#[test]
+fn a_measuring_side_stuck_inside_the_library_is_stopped_and_fails_its_cell() {
+    // Its round trips stop at the third; the cell's process is stopped once it has been
+    // silent for longer than set-up and the round trip's deadline allow.
+    fails_its_cells_only("STUCK_MEASURER", "made no progress for");
+}
+
+#[test]
 fn a_borrow_that_lends_more_than_asked_fails_the_loaned_cell() {
     let (code, output) = run_with(Some("LYING_BORROW"), &[]);
     assert_eq!(code, Some(1), "{output}");

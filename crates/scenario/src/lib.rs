@@ -67,7 +67,7 @@ pub use payload::{pseudo_random_bytes, Payload};
 pub use peer::{PeerDelay, PEER_DELAY_CELLS_ENV, PEER_DELAY_ENV, PEER_EXTRA_WORK_ENV, SERVE_ARG};
 pub use placement::PIN_ENV;
 pub use probe::core_to_core_ns;
-pub use run::run_cell;
+pub use run::{run_cell, unfinished_cell};
 pub use second_host::{remove_stale_links, unmet_need, SecondHost};
 pub use serve::serve_if_requested;
 pub use spawn::PEER_RUNNER_ENV;

@@ -197,6 +197,53 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     }
 }
 
+/// The result of a cell that did not run to its end where it was asked to (its own
+/// process died or stalled: `ipc-matrix run` runs a plugin's cells so): failed with
+/// `failure`, nothing measured, after `wall_seconds`.
+pub fn unfinished_cell(
+    cell: &Cell,
+    options: &RunOptions,
+    failure: Failure,
+    wall_seconds: f64,
+) -> CellResult {
+    CellResult {
+        schema_version: RESULT_SCHEMA_VERSION,
+        leg: Environment::capture().leg(),
+        run_id: options.run_id.clone(),
+        cell: cell.clone(),
+        outcome: Outcome {
+            passed: false,
+            failure: Some(failure),
+        },
+        measured_round_trips: 0,
+        lost: 0,
+        latency_ns: None,
+        samples_ns: Vec::new(),
+        codec_ns: None,
+        first_round_trip_ns: None,
+        placement: Placement::default(),
+        core_to_core_ns: None,
+        core_to_core_after_ns: None,
+        floor: None,
+        cpu_pressure: None,
+        peer_delay_us: options.peer_delay_for(cell).map(|d| d.as_micros() as u64),
+        peer_extra_work: options.peer_extra_work_for(cell),
+        message_path: None,
+        own_setup: None,
+        load: None,
+        logging: None,
+        instructions: None,
+        uncounted: None,
+        round_trips_per_sec: None,
+        throughput: None,
+        wall_seconds,
+        finished_at_unix: SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        environment: Environment::capture(),
+    }
+}
+
 /// Why an emulated process was not asked to count: the runner says why
 /// ([`UNCOUNTED_ENV`]), else it is not the runner that counts.
 fn uncounted_reason() -> String {

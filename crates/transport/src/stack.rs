@@ -85,6 +85,22 @@ pub(crate) fn register_stack_from(
     Ok(name)
 }
 
+/// The shared library the registered stack `name` was loaded from (matrix.yaml's
+/// `plugins:`); `None` for a stack in this binary.
+pub fn plugin_library(name: StackName) -> Option<PathBuf> {
+    library_of(name)
+}
+
+/// Every stack registered from a shared library: its name and its library.
+pub fn registered_plugins() -> Vec<(String, PathBuf)> {
+    STACKS
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter_map(|e| Some((e.name.as_str().to_owned(), e.library.clone()?)))
+        .collect()
+}
+
 /// The library the registered stack `name` was loaded from.
 pub(crate) fn library_of(name: StackName) -> Option<PathBuf> {
     STACKS

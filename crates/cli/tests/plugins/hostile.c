@@ -59,6 +59,19 @@ static ipcm_status borrow_lying(ipcm_channel *c, size_t limit, uint64_t deadline
     return s;
 }
 
+/* The measuring side dies of a bad pointer, or stops for good, on its third reply. */
+static ipcm_status recv_crashing_here(ipcm_channel *c, uint8_t *buf, size_t capacity,
+                                      size_t *len, uint64_t deadline_ns, ipcm_error *error) {
+    if (measuring && c->sent >= 3) raise(SIGSEGV);
+    return sp_recv(c, buf, capacity, len, deadline_ns, error);
+}
+
+static ipcm_status recv_stuck_here(ipcm_channel *c, uint8_t *buf, size_t capacity,
+                                   size_t *len, uint64_t deadline_ns, ipcm_error *error) {
+    if (measuring && c->sent >= 3) for (;;) pause();
+    return sp_recv(c, buf, capacity, len, deadline_ns, error);
+}
+
 #ifndef HOSTILE_NO_ENTRY
 const ipcm_stack_table_v1 *ipcm_stack_v1(void) {
     hostile = *seqpacket_stack_v1();
@@ -81,6 +94,10 @@ const ipcm_stack_table_v1 *ipcm_stack_v1(void) {
     hostile.send = send_crashing;
 #elif defined(HOSTILE_SILENT_PEER)
     hostile.recv = recv_never;
+#elif defined(HOSTILE_CRASHING_MEASURER)
+    hostile.recv = recv_crashing_here;
+#elif defined(HOSTILE_STUCK_MEASURER)
+    hostile.recv = recv_stuck_here;
 #elif defined(HOSTILE_LYING_BORROW)
     hostile.borrow = borrow_lying;
 #endif

@@ -7,9 +7,7 @@ use crate::format::{numbered_verdict_line, skipped_line, summary_table};
 use crate::progress::{previous_seconds, Plan, Progress};
 use crate::reporting::baselines_dir;
 use crate::term::{console, MessageFormat, JSON_FORMAT_VERSION};
-use crate::{
-    default_out_dir, exit_code, run_and_store, say, say_always, say_verbose, RunFolder, Stored,
-};
+use crate::{default_out_dir, exit_code, say, say_always, say_verbose, RunFolder, Stored};
 use anyhow::Result;
 use ipc_matrix_report::units::nanos;
 use ipc_matrix_results::{CellResult, Environment, Failure, FailureKind};
@@ -183,7 +181,7 @@ fn run_cells(
             });
             continue;
         }
-        let (mut result, stored) = run_and_store(cell, options, out);
+        let (mut result, stored) = crate::run_and_store_isolating_plugins(cell, options, out);
         let file = match stored {
             Stored::At(path) => Some(path),
             Stored::NotOptimized => {
