@@ -48,6 +48,8 @@ pub fn serve_if_requested() {
         return;
     };
     let dir = PathBuf::from(dir);
+    // Not passed on to the cell's peer. Nothing else runs in this process yet.
+    std::env::remove_var(CELL_PROCESS_ENV);
     let code = match serve(&dir) {
         Ok(()) => 0,
         Err(why) => {

@@ -84,6 +84,12 @@ pub const VARIABLES: &[Variable] = &[
         },
     },
     Variable {
+        name: "IPC_MATRIX_CELL_PROCESS",
+        accepts: "a path: the folder of one cell's request, in a plugin cell's own process",
+        set_by: "ipc-matrix run, for the child it runs a plugin's cell in",
+        check: one_line,
+    },
+    Variable {
         name: "IPC_MATRIX_FILE",
         accepts: "a path: the matrix file a nextest door runs (default: the nearest matrix.yaml at or above the test crate's folder)",
         set_by: "the user",
