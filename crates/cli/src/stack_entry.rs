@@ -13,7 +13,8 @@
 pub use ipc_matrix_scenario::CountedHeap;
 pub use ipc_matrix_spec::{ChannelKind, MessagePath, StackTraits, WakeMode};
 pub use ipc_matrix_transport::{
-    process_alive, Channel, ListenOptions, Loans, Stack, StackAcceptor, TransportError,
+    process_alive, register_linked_plugin, Channel, LinkedTable, ListenOptions, Loans, Stack,
+    StackAcceptor, TransportError,
 };
 
 /// Registers each of `stacks` in this process (before it serves as a peer or reads

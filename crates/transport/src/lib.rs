@@ -45,7 +45,9 @@ pub use platform::{
     allowed_cpus, die_with_parent, futex_wait, futex_wake, holds_a_socket, process_alive,
     process_table, set_thread_cpus, thread_states, FutexWake, ProcessEntry,
 };
-pub use plugin::{register_plugin, ABI_VERSION as PLUGIN_ABI_VERSION};
+pub use plugin::{
+    register_linked_plugin, register_plugin, LinkedTable, ABI_VERSION as PLUGIN_ABI_VERSION,
+};
 pub use shm::{SHM_CHUNK, SHM_RING_SLOTS};
 pub use stack::{plugin_library, register_stack, registered_plugins, Stack, StackAcceptor};
 pub use sweep::{remove_stale_artifacts, remove_stale_artifacts_in, Removed};

@@ -151,8 +151,42 @@ fn load(name: &str, library: &Path) -> Result<(Calls, StackTraits), String> {
         unsafe { lib.get::<unsafe extern "C" fn() -> *const Table>(ENTRY) }.map_err(|e| {
             format!("it has no function ipcm_stack_v1 (include/ipc_matrix_stack.h): {e}")
         })?;
-    // SAFETY: a call with no arguments, as declared.
+    // SAFETY: a call with no arguments, as declared; the library is never unloaded.
     let table = unsafe { entry() };
+    // SAFETY: what a library's ipcm_stack_v1 returns is what the header says, or NULL.
+    unsafe { check(name, table) }
+}
+
+/// The `ipcm_stack_v1` function of a C stack linked into this binary.
+pub type LinkedTable = unsafe extern "C" fn() -> *const c_void;
+
+/// Registers the C stack whose `ipcm_stack_v1` is linked into this binary (compiled with
+/// the `cc` crate, say) as the stack `name`, its table checked as a loaded library's is:
+/// what a static build, which cannot load a library, uses instead of matrix.yaml's
+/// `plugins:` (the counted musl builds). A table that is refused is an error here: the
+/// binary carries it.
+///
+/// # Safety
+/// `entry` is a function of the header's `const ipcm_stack_table_v1 *ipcm_stack_v1(void)`,
+/// returning NULL or a table that lives as long as the process.
+pub unsafe fn register_linked_plugin(name: &str, entry: LinkedTable) -> Result<StackName, String> {
+    // SAFETY: the caller's promise.
+    let checked = unsafe { check(name, entry().cast::<Table>()) }
+        .map_err(|why| format!("the linked C stack `{name}` cannot be used: {why}"))?;
+    let plugin = Plugin {
+        name: Box::leak(name.to_owned().into_boxed_str()),
+        loaded: Ok(checked),
+    };
+    register_stack_from(Box::leak(Box::new(plugin)), None)
+}
+
+/// Checks the table at `table` (the ABI version and size first, then the rest) and takes
+/// its calls.
+///
+/// # Safety
+/// `table` is NULL, or points to a table that starts with the header's two u32s and, when
+/// they are version 1's, is a whole `ipcm_stack_table_v1` that is never freed.
+unsafe fn check(name: &str, table: *const Table) -> Result<(Calls, StackTraits), String> {
     if table.is_null() {
         return Err("ipcm_stack_v1() returned NULL".into());
     }
@@ -216,6 +250,9 @@ fn load(name: &str, library: &Path) -> Result<(Calls, StackTraits), String> {
                 borrow,
                 release,
             })
+        }
+        (None, None, None, None, None) if table.max_loan != 0 => {
+            return Err("it gives a max_loan but no loaned path (loan, commit, cancel, borrow, release)".into())
         }
         (None, None, None, None, None) => None,
         _ => {
@@ -747,5 +784,119 @@ impl Drop for PluginChannel {
         self.release();
         // SAFETY: the channel is not used again.
         unsafe { (self.calls.close)(self.channel) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table as a C stack would give it, made here: every call present, none called.
+    fn table(name: &'static CStr) -> Table {
+        unsafe extern "C" fn listen(_: usize, _: *mut *mut Acc, _: *mut ErrorBuf) -> u32 {
+            ERROR
+        }
+        unsafe extern "C" fn address(_: *const Acc) -> *const c_char {
+            std::ptr::null()
+        }
+        unsafe extern "C" fn accept(
+            _: *mut Acc,
+            _: u32,
+            _: u64,
+            _: *mut *mut Chan,
+            _: *mut ErrorBuf,
+        ) -> u32 {
+            ERROR
+        }
+        unsafe extern "C" fn drop_acceptor(_: *mut Acc) {}
+        unsafe extern "C" fn connect(
+            _: *const c_char,
+            _: u64,
+            _: *mut *mut Chan,
+            _: *mut ErrorBuf,
+        ) -> u32 {
+            ERROR
+        }
+        unsafe extern "C" fn send(
+            _: *mut Chan,
+            _: *const u8,
+            _: usize,
+            _: u64,
+            _: *mut ErrorBuf,
+        ) -> u32 {
+            ERROR
+        }
+        unsafe extern "C" fn recv(
+            _: *mut Chan,
+            _: *mut u8,
+            _: usize,
+            _: *mut usize,
+            _: u64,
+            _: *mut ErrorBuf,
+        ) -> u32 {
+            ERROR
+        }
+        unsafe extern "C" fn close(_: *mut Chan) {}
+        Table {
+            abi_version: ABI_VERSION,
+            size: std::mem::size_of::<Table>() as u32,
+            name: name.as_ptr(),
+            floor: 0,
+            reserved: 0,
+            listen: Some(listen),
+            address: Some(address),
+            accept: Some(accept),
+            drop_acceptor: Some(drop_acceptor),
+            connect: Some(connect),
+            send: Some(send),
+            recv: Some(recv),
+            close: Some(close),
+            max_loan: 0,
+            loan: None,
+            commit: None,
+            cancel: None,
+            borrow: None,
+            release: None,
+        }
+    }
+
+    fn checked(t: Table) -> Result<StackTraits, String> {
+        let t: &'static Table = Box::leak(Box::new(t));
+        // SAFETY: a whole table that is never freed.
+        unsafe { check("made-here", t) }.map(|(_, traits)| traits)
+    }
+
+    #[test]
+    fn a_whole_table_is_taken_with_its_floor_and_without_loans() {
+        let mut t = table(c"made-here");
+        t.floor = 1;
+        let traits = checked(t).unwrap();
+        assert_eq!(traits.floor_like, ChannelKind::Tcp);
+        assert_eq!(traits.message_paths, &[MessagePath::Copied]);
+    }
+
+    #[test]
+    fn each_thing_wrong_with_a_table_is_refused_naming_it() {
+        type Spoil = fn(&mut Table);
+        let cases: [(Spoil, &str); 7] = [
+            (|t| t.abi_version = 2, "ABI version 2"),
+            (|t| t.size -= 8, "bytes; version 1's is"),
+            (|t| t.name = std::ptr::null(), "has no name"),
+            (|t| t.name = c"other".as_ptr(), "it calls itself `other`"),
+            (|t| t.floor = 9, "its floor is 9"),
+            (|t| t.recv = None, "has no `recv`"),
+            (|t| t.max_loan = 64, "max_loan but no loaned path"),
+        ];
+        for (spoil, said) in cases {
+            let mut t = table(c"made-here");
+            spoil(&mut t);
+            let why = checked(t).expect_err(said);
+            assert!(why.contains(said), "{said:?} not in {why:?}");
+        }
+        // SAFETY: NULL is what the check is for.
+        let why = unsafe { check("made-here", std::ptr::null()) }
+            .map(|(_, traits)| traits)
+            .unwrap_err();
+        assert!(why.contains("returned NULL"), "{why}");
     }
 }
