@@ -46,7 +46,11 @@ impl Spec {
         let Ok(text) = crate::validate::read_matrix(file) else {
             return Vec::new();
         };
-        let Ok(only) = serde_yaml::from_str::<OnlyPlugins>(&text) else {
+        // Read as a YAML value first, which refuses a key written twice (two plugins of
+        // one name): such a file loads no library, and Spec::load says where.
+        let Ok(only) = serde_yaml::from_str::<serde_yaml::Value>(&text)
+            .and_then(serde_yaml::from_value::<OnlyPlugins>)
+        else {
             return Vec::new();
         };
         only.plugins

@@ -43,7 +43,7 @@ impl Spec {
             return Err(whole(None, too_large()));
         }
         check_depth(text).map_err(|(at, message)| whole(Some(at), message))?;
-        let raw: RawSpec = serde_yaml::from_str(text).map_err(|e| {
+        let located = |e: serde_yaml::Error| {
             // The library renders "<path>: <message> at line L column C"; the position is
             // moved to the front, where editors and terminals look for it.
             let rendered = e.to_string();
@@ -57,7 +57,15 @@ impl Spec {
                 path: String::new(),
                 message,
             }])
-        })?;
+        };
+        // A key written twice in one mapping (two profiles, two plugins of one name) would
+        // be read as its last value alone; a YAML value refuses it, where it is.
+        if let Err(e) = serde_yaml::from_str::<serde_yaml::Value>(text) {
+            if e.to_string().contains("duplicate entry") {
+                return Err(located(e));
+            }
+        }
+        let raw: RawSpec = serde_yaml::from_str(text).map_err(located)?;
         let (spec, mut problems) = raw.check();
         if let (Some(spec), true) = (&spec, problems.is_empty()) {
             spec.check_cells(&mut problems);

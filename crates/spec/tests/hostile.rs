@@ -273,3 +273,25 @@ fn profiles_that_expand_into_too_many_cells_are_refused() {
         "{e}"
     );
 }
+
+#[test]
+fn a_key_written_twice_in_one_mapping_is_refused_where_it_is_not_read_as_its_last_value() {
+    let scenario =
+        "  - { name: e, kind: echo, transports: [tcp], payloads: [1B], iterations: 1 }\n";
+    let twice = matrix(scenario).replace(
+        "  quick: { description: q }\n",
+        "  quick: { description: q }\n  quick: { description: r }\n",
+    );
+    let said = error(&twice);
+    // Where the second one is.
+    assert!(said.starts_with("m.yaml:5:3: "), "{said}");
+    assert!(
+        said.contains("duplicate entry with key \"quick\""),
+        "{said}"
+    );
+    let plugins = format!(
+        "{}plugins:\n  p: {{ library: a.so }}\n  p: {{ library: b.so }}\n",
+        matrix(scenario)
+    );
+    assert!(error(&plugins).contains("duplicate entry with key \"p\""));
+}
