@@ -84,6 +84,7 @@ impl RunOptions {
             count: None,
             echoes_as_it_receives: false,
             echoes_from_loans: false,
+            messages: None,
         }
     }
 

@@ -331,6 +331,7 @@ mod tests {
                 count: None,
                 echoes_as_it_receives: false,
                 echoes_from_loans: false,
+                messages: None,
             };
             let sent =
                 serde_json::to_value(ExternalPeerConfig::of(&cell, &config).unwrap()).unwrap();

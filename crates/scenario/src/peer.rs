@@ -97,6 +97,12 @@ pub struct PeerConfig {
     /// Count the guest instructions of the measured replies (under QEMU's plugin).
     #[serde(default)]
     pub count: Option<PeerCounting>,
+    /// `echo`, `bulk` and `codec` cells: the messages the measuring side sends before its
+    /// goodbye. Over a channel that loses nothing, a peer whose goodbye comes after
+    /// another number fails: its requests were lost or made up on the way (a stack that
+    /// answered the measuring side itself would pass every byte check).
+    #[serde(default)]
+    pub messages: Option<u64>,
     /// `echo` and `bulk` cells: echo every message as it is received
     /// ([`Channel::echo`]), since the measuring side takes each reply with
     /// [`Channel::exchange`], which over shared memory only a peer that echoes as it

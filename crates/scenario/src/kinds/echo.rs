@@ -63,6 +63,7 @@ pub(crate) fn echo(
     let path = message_path(kind, (cell, codec), &config).map_err(setup_failure)?;
     config.echoes_as_it_receives = path == MessagePath::Streamed;
     config.echoes_from_loans = path == MessagePath::Loaned;
+    config.messages = Some(cell.warmup.saturating_add(cell.iterations));
     tally.message_path = Some(path);
     let mut peer = options.start_cell_peer(cell, &config)?;
     let mut channel = acceptor
@@ -353,7 +354,7 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
             .recv(&mut message, config.limit, deadline)
             .map_err(|e| format!("message {index}: {e}"))?;
         if message.is_empty() {
-            return Ok(());
+            return goodbye_after(config, &*channel, index);
         }
         if let Some(codec) = config.codec {
             let frame = codec
@@ -371,6 +372,18 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
         PeerCounting::close(config.count, index);
     }
     Ok(())
+}
+
+/// The goodbye came after `echoed` messages: fine when that is what the measuring side
+/// sends ([`PeerConfig::messages`]), or when `channel` may lose messages (and the measuring
+/// side asks again for a reply that was lost).
+fn goodbye_after(config: &PeerConfig, channel: &dyn Channel, echoed: u64) -> Result<(), String> {
+    match config.messages {
+        Some(sent) if sent != echoed && !channel.is_lossy() => Err(format!(
+            "the goodbye came after {echoed} messages, where the measuring side sends {sent}: the transport lost requests or made them up on the way"
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The peer's side when it echoes as it receives ([`PeerConfig::echoes_as_it_receives`]):
@@ -394,7 +407,7 @@ fn echo_as_received(config: &PeerConfig, channel: &mut dyn Channel) -> Result<()
             .echo(&mut scratch, config.limit, deadline)
             .map_err(|e| format!("echoing message {index}: {e}"))?;
         if echoed == 0 {
-            return Ok(());
+            return goodbye_after(config, &*channel, index);
         }
         PeerCounting::close(config.count, index);
     }
@@ -428,7 +441,7 @@ fn echo_from_loans(config: &PeerConfig, channel: &mut dyn Channel) -> Result<(),
                 .map_err(|e| format!("echoing message {index} from loans: {e}"))?,
         };
         if echoed == 0 {
-            return Ok(());
+            return goodbye_after(config, &*channel, index);
         }
         PeerCounting::close(config.count, index);
     }
@@ -507,6 +520,7 @@ mod tests {
             count: None,
             echoes_as_it_receives: false,
             echoes_from_loans: false,
+            messages: None,
         }
     }
 
