@@ -14,15 +14,22 @@ use ipc_matrix_results::{CellResult, Failure, FailureKind};
 use ipc_matrix_scenario::{run_cell, unfinished_cell, RunOptions};
 use ipc_matrix_spec::{Cell, StackName, TransportKind, Work};
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// Set in a child to the folder of its request: `request.json` in, `result.json` out.
 pub const CELL_PROCESS_ENV: &str = "IPC_MATRIX_CELL_PROCESS";
+
+/// The file in the request's folder where the child says how far it got.
+const PROGRESS_FILE: &str = "progress";
+
+/// The round trips done that the child last wrote, if it has.
+fn read_progress(file: &Path) -> Option<u64> {
+    std::fs::read_to_string(file).ok()?.trim().parse().ok()
+}
 
 /// How often the child says how far it got, at most.
 const PROGRESS_PERIOD: Duration = Duration::from_millis(100);
@@ -73,16 +80,23 @@ fn serve(dir: &Path) -> Result<(), String> {
     options.project_dir = request.project_dir;
     let progress = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     options.progress = Some(progress.clone());
-    // How far the cell got, on stdout, for the parent.
+    // How far the cell got, in a file of the request's folder, for the parent (not on
+    // stdout or a pipe, which the library's code could write to or close).
+    let file = dir.join(PROGRESS_FILE);
     std::thread::spawn(move || {
         let mut last = u64::MAX;
-        let mut out = std::io::stdout();
         loop {
             let now = progress.load(Ordering::Relaxed);
-            if now != last && writeln!(out, "{now}").and_then(|()| out.flush()).is_err() {
-                return;
+            if now != last {
+                let partial = file.with_extension("partial");
+                if std::fs::write(&partial, now.to_string())
+                    .and_then(|()| std::fs::rename(&partial, &file))
+                    .is_err()
+                {
+                    return;
+                }
+                last = now;
             }
-            last = now;
             std::thread::sleep(PROGRESS_PERIOD);
         }
     });
@@ -120,34 +134,26 @@ pub fn run_in_own_process(cell: &Cell, options: &RunOptions) -> CellResult {
         std::fs::write(dir.path.join("request.json"), json)
             .map_err(|e| format!("writing its request: {e}"))?;
         let exe = std::env::current_exe().map_err(|e| format!("finding this binary: {e}"))?;
+        // The child's stdout is the library's too: it goes to this process's stderr, so
+        // that nothing it prints is taken for this run's output (its JSON lines).
+        let stderr = std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| format!("passing on stderr: {e}"))?;
         let mut child = Command::new(exe)
             .env(CELL_PROCESS_ENV, &dir.path)
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
+            .stdout(Stdio::from(stderr))
             .spawn()
             .map_err(|e| format!("starting its process: {e}"))?;
-        let stdout = child.stdout.take().ok_or("no stdout of its process")?;
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { return };
-                if let Ok(n) = line.trim().parse::<u64>() {
-                    if tx.send(n).is_err() {
-                        return;
-                    }
-                }
-            }
-        });
+        let progress_file = dir.path.join(PROGRESS_FILE);
         let mut last_heard = Instant::now();
         loop {
-            match rx.recv_timeout(Duration::from_millis(50)) {
-                Ok(n) => {
-                    reached = n;
-                    progress(n);
-                    last_heard = Instant::now();
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {}
+            std::thread::sleep(Duration::from_millis(50));
+            if let Some(n) = read_progress(&progress_file).filter(|&n| n != reached) {
+                reached = n;
+                progress(n);
+                last_heard = Instant::now();
             }
             if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
                 let result = std::fs::read(dir.path.join("result.json"));
@@ -190,7 +196,12 @@ pub fn run_in_own_process(cell: &Cell, options: &RunOptions) -> CellResult {
 /// died may have got further than it said.
 fn where_it_stopped(cell: &Cell, reached: u64, exact: bool, reason: String) -> Failure {
     let total = cell.iterations.saturating_add(cell.warmup);
-    let (round_trip, reason) = if !exact {
+    let (round_trip, reason) = if !exact && reached == 0 {
+        (
+            None,
+            format!("before it had said it finished a round trip: {reason}"),
+        )
+    } else if !exact {
         (
             None,
             format!("with at least {reached} of {total} round trips done: {reason}"),

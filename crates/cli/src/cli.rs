@@ -201,6 +201,7 @@ enum BaselineAction {
 pub fn main() -> ExitCode {
     ipc_matrix_scenario::serve_if_requested();
     crate::cell_process::serve_if_requested();
+    crate::plugin_probe::serve_if_requested();
     let color = crate::term::color_arg(std::env::args_os());
     let matches = Cli::command().color(color).get_matches();
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());

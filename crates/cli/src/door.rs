@@ -21,6 +21,7 @@ use std::process::ExitCode;
 /// peer when started as one; else one trial per cell of the profile, then `extra`.
 pub fn run(crate_dir: &Path, extra: Vec<Trial>) -> ExitCode {
     ipc_matrix_scenario::serve_if_requested();
+    crate::plugin_probe::serve_if_requested();
     let args = Arguments::from_args();
     if !crate::environment_is_accepted() {
         return ExitCode::from(exit_code::USAGE);

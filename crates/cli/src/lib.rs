@@ -8,6 +8,7 @@ pub mod cli;
 pub mod commit;
 pub mod door;
 pub mod format;
+mod plugin_probe;
 pub mod progress;
 pub mod project;
 pub mod reporting;

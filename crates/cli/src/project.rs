@@ -8,11 +8,18 @@ use std::path::{Path, PathBuf};
 
 /// The matrix at `matrix`, its plugins (stacks in shared libraries, `plugins:`) loaded
 /// and registered first, since its scenarios may name them. A library that cannot be
-/// loaded is registered as broken, and fails its cells; a plugin whose name is taken
+/// loaded, or whose loading crashes or hangs a process of its own (`plugin_probe`), is
+/// registered as broken, and fails its cells; a plugin whose name is taken
 /// (a built-in transport, or a stack this binary registered) is refused here.
 pub fn load_matrix(matrix: &Path) -> Result<ipc_matrix_spec::Spec, String> {
     for plugin in ipc_matrix_spec::Spec::declared_plugins(matrix) {
-        ipc_matrix_transport::register_plugin(&plugin.name, &plugin.library)
+        let registered = match crate::plugin_probe::probe(&plugin.name, &plugin.library) {
+            Ok(()) => ipc_matrix_transport::register_plugin(&plugin.name, &plugin.library),
+            Err(why) => {
+                ipc_matrix_transport::register_broken_plugin(&plugin.name, &plugin.library, &why)
+            }
+        };
+        registered
             .map_err(|why| format!("{}: plugins.{}: {why}", matrix.display(), plugin.name))?;
     }
     ipc_matrix_spec::Spec::load(matrix).map_err(|e| e.to_string())

@@ -198,6 +198,31 @@ fn a_peer_that_ignores_its_deadline_fails_its_cell_at_the_deadline() {
 }
 
 #[test]
+fn a_stack_that_answers_the_measuring_side_itself_fails_although_every_byte_matched() {
+    fails_its_cells_only(
+        "ANSWERS_ITSELF",
+        "the goodbye came after 0 messages, where the measuring side sends 50",
+    );
+}
+
+#[test]
+fn a_receive_that_writes_less_than_it_says_fails_at_the_first_byte_it_left() {
+    // Not the last reply's bytes, which the buffer held before: the room is written over.
+    fails_its_cells_only(
+        "SHORT_RECV",
+        "round trip 1 of 50 (warm-up): first difference at byte offset 8",
+    );
+}
+
+#[test]
+fn a_library_whose_loading_crashes_fails_its_cells_and_no_command() {
+    fails_its_cells_only(
+        "CRASHING_LOAD",
+        "loading it killed the process that loaded it (signal 6)",
+    );
+}
+
+#[test]
 fn a_crash_inside_the_library_on_the_measuring_side_fails_its_cell_not_the_run() {
     fails_its_cells_only(
         "CRASHING_MEASURER",

@@ -90,6 +90,12 @@ pub const VARIABLES: &[Variable] = &[
         check: one_line,
     },
     Variable {
+        name: "IPC_MATRIX_PLUGIN_PROBE",
+        accepts: "a plugin's name and library path, on two lines: what a process that loads it first is to load",
+        set_by: "ipc-matrix, for the process it loads a plugin's library in first",
+        check: |_| Ok(()),
+    },
+    Variable {
         name: "IPC_MATRIX_FILE",
         accepts: "a path: the matrix file a nextest door runs (default: the nearest matrix.yaml at or above the test crate's folder)",
         set_by: "the user",

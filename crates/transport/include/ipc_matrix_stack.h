@@ -23,15 +23,36 @@
  * - Messages are whole: a send is received as one message of the same length.
  * - recv writes at most `capacity` bytes; a message longer than that is IPCM_TOO_LONG,
  *   refused before it is read (set *len to its length when known). A length larger than
- *   the capacity, or a loan that is not the size asked, is treated as a lie and fails the
- *   cell.
+ *   the capacity, a borrow longer than its limit, a status not listed below, is treated
+ *   as a lie and fails the cell. The room recv gets is written over before each call, so
+ *   a length longer than what was written shows as wrong bytes.
+ * - Every message the measuring side sends must reach the peer: a peer whose goodbye
+ *   comes after another number of messages than were sent fails the cell (a stack that
+ *   answered the measuring side itself would match every byte).
  * - On any status but IPCM_OK, write a sentence into error->message (NUL-terminated, at
  *   most IPCM_ERROR_BYTES bytes with the NUL); it ends up in the cell's failure.
- * - The calls of one channel come from one thread at a time. The table and the strings
- *   it points to live as long as the library is loaded.
+ * - The calls of one channel or acceptor come from one thread at a time; different
+ *   channels may be used from different threads at once. The table and the strings it
+ *   points to live as long as the library is loaded, which is for the life of the
+ *   process. The library is loaded (its initialisers run) by every ipc-matrix command
+ *   that reads matrix.yaml, first in a process of its own to see that loading it does
+ *   not crash.
+ * - stdout and stderr are shared with ipc-matrix's own output: write nothing there in
+ *   normal operation.
+ * - In `ipc-matrix run`, each cell's measuring side runs in a process of its own: a
+ *   crash there fails the cell, and a call that does not come back is stopped once the
+ *   cell has made no progress for twice its round-trip timeout and 10 s (30 s more
+ *   before the first round trip and after the last).
  * - The loaned path (loan/commit/cancel, borrow/release) is optional: leave all five NULL
- *   for a stack that only copies. With it, ipc-matrix writes a request straight into your
- *   loan and compares a reply where it lies, as a zero-copy stack's users do.
+ *   (and max_loan 0) for a stack that only copies. With it, ipc-matrix writes a request
+ *   straight into your loan and compares a reply where it lies, as a zero-copy stack's
+ *   users do. One loan and one borrowed message at a time per channel; both may be open
+ *   at once, and may be the same memory (an echo in place: the peer then copies
+ *   nothing). After commit, whatever it returns, the loan is closed. A loan of 0 bytes
+ *   (the goodbye) may give any *room, NULL included; a borrowed message of 0 bytes may
+ *   be at NULL.
+ * - The peer learns nothing but the address: anything its side needs (the longest
+ *   message, a segment's size) travels in the address string.
  */
 #ifndef IPC_MATRIX_STACK_H
 #define IPC_MATRIX_STACK_H
@@ -57,6 +78,13 @@ typedef enum ipcm_status {
     /* Anything else: say what in error->message. */
     IPCM_ERROR = 4
 } ipcm_status;
+
+/* Statuses cross the ABI as 4-byte integers: a build with -fshort-enums would break it. */
+#ifdef __cplusplus
+static_assert(sizeof(ipcm_status) == 4, "ipcm_status must be 4 bytes (no -fshort-enums)");
+#else
+_Static_assert(sizeof(ipcm_status) == 4, "ipcm_status must be 4 bytes (no -fshort-enums)");
+#endif
 
 /* The built-in channel whose floor (the machine's cheapest exchange of the same kind)
  * your stack's cells are measured against. */
@@ -86,12 +114,13 @@ typedef struct ipcm_stack_table_v1 {
     const char *name;
     /* An ipcm_floor. */
     uint32_t floor;
+    /* 0: later versions may use it. */
     uint32_t reserved;
 
     /* The measuring side: opens an acceptor for messages of up to max_message bytes. */
     ipcm_status (*listen)(size_t max_message, ipcm_acceptor **acceptor, ipcm_error *error);
-    /* What the peer needs to connect (a path, a port, a name): a NUL-terminated string
-     * the acceptor owns, at most 4096 bytes. */
+    /* What the peer needs to connect (a path, a port, a name): a NUL-terminated UTF-8
+     * string the acceptor owns, at most 4095 bytes before its NUL. */
     const char *(*address)(const ipcm_acceptor *acceptor);
     /* Waits for the peer, process peer_pid, to connect. Takes the acceptor, whatever it
      * returns (free it). */

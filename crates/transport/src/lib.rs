@@ -46,7 +46,8 @@ pub use platform::{
     process_table, set_thread_cpus, thread_states, FutexWake, ProcessEntry,
 };
 pub use plugin::{
-    register_linked_plugin, register_plugin, LinkedTable, ABI_VERSION as PLUGIN_ABI_VERSION,
+    register_broken_plugin, register_linked_plugin, register_plugin, LinkedTable,
+    ABI_VERSION as PLUGIN_ABI_VERSION,
 };
 pub use shm::{SHM_CHUNK, SHM_RING_SLOTS};
 pub use stack::{plugin_library, register_stack, registered_plugins, Stack, StackAcceptor};

@@ -11,10 +11,10 @@
 
 use crate::contract::{Channel, Loans};
 use crate::error::TransportError;
-use crate::stack::{register_stack_from, Stack, StackAcceptor};
+use crate::stack::{register_stack_from, Library, Stack, StackAcceptor};
 use crate::ListenOptions;
 use ipc_matrix_spec::{ChannelKind, MessagePath, StackName, StackTraits};
-use std::ffi::{c_char, c_void, CStr, CString};
+use std::ffi::{c_char, c_void, CString};
 use std::path::Path;
 use std::time::Instant;
 
@@ -24,6 +24,8 @@ pub const ABI_VERSION: u32 = 1;
 const ENTRY: &[u8] = b"ipcm_stack_v1\0";
 /// `IPCM_ERROR_BYTES`.
 const ERROR_BYTES: usize = 256;
+/// What a receive's room holds before the library writes into it.
+const POISON: u8 = 0xa5;
 /// The longest address a library may give, with its NUL.
 const MAX_ADDRESS_BYTES: usize = 4096;
 
@@ -122,7 +124,7 @@ struct Plugin {
 pub fn register_plugin(name: &str, library: &Path) -> Result<StackName, String> {
     if let Some(known) = StackName::find(name).filter(|n| n.traits().is_some()) {
         return match crate::stack::library_of(known) {
-            Some(path) if path == library => Ok(known),
+            Some(known_library) if known_library.path == library => Ok(known),
             _ => Err(format!("stack `{name}` is registered twice")),
         };
     }
@@ -132,11 +134,38 @@ pub fn register_plugin(name: &str, library: &Path) -> Result<StackName, String> 
             library.display()
         )
     });
+    let library = Library {
+        path: library.to_path_buf(),
+        loaded: loaded.is_ok(),
+    };
     let plugin = Plugin {
         name: Box::leak(name.to_owned().into_boxed_str()),
         loaded,
     };
-    register_stack_from(Box::leak(Box::new(plugin)), Some(library.to_path_buf()))
+    register_stack_from(Box::leak(Box::new(plugin)), Some(library))
+}
+
+/// Registers the stack `name` from `library` as broken, for `why`, without loading it:
+/// its cells fail saying so (a library whose loading crashed or hung another process).
+pub fn register_broken_plugin(name: &str, library: &Path, why: &str) -> Result<StackName, String> {
+    if let Some(known) = StackName::find(name).filter(|n| n.traits().is_some()) {
+        return match crate::stack::library_of(known) {
+            Some(known_library) if known_library.path == library => Ok(known),
+            _ => Err(format!("stack `{name}` is registered twice")),
+        };
+    }
+    let plugin = Plugin {
+        name: Box::leak(name.to_owned().into_boxed_str()),
+        loaded: Err(format!(
+            "the plugin `{name}` ({}) cannot be used: {why}",
+            library.display()
+        )),
+    };
+    let library = Library {
+        path: library.to_path_buf(),
+        loaded: false,
+    };
+    register_stack_from(Box::leak(Box::new(plugin)), Some(library))
 }
 
 /// Opens the library and checks its table.
@@ -216,12 +245,22 @@ unsafe fn check(name: &str, table: *const Table) -> Result<(Calls, StackTraits),
     let own_name = if table.name.is_null() {
         return Err("its table has no name".into());
     } else {
-        // SAFETY: the header says name is a NUL-terminated string the library keeps.
-        unsafe { CStr::from_ptr(table.name) }.to_string_lossy()
+        // SAFETY: the header says name is a NUL-terminated string the library keeps; at
+        // most a name's 40 bytes and its NUL are read.
+        match unsafe { bounded_c_str(table.name, 41) } {
+            Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            None => return Err("its name is longer than 40 bytes".into()),
+        }
     };
     if own_name != name {
         return Err(format!(
             "it calls itself `{own_name}`, and matrix.yaml `{name}`: the two must agree"
+        ));
+    }
+    if table.reserved != 0 {
+        return Err(format!(
+            "its reserved field is {}, where version 1 asks for 0",
+            table.reserved
         ));
     }
     let floor_like = match table.floor {
@@ -397,13 +436,19 @@ impl Named {
         let said = || error.text();
         match status {
             OK => Ok(()),
+            // The contract's words for these, which the cell's failure shows (a timeout
+            // is told apart from a loss on a lossy channel by them).
             TIMEOUT => Err(TransportError::Timeout {
                 what: timeout_what(call),
             }),
             CLOSED => Err(TransportError::Closed),
             TOO_LONG => Err(TransportError::Stack(format!(
-                "{}: {call}: the message is longer than the room for it: {}",
+                "{}: {call}: {}: {}",
                 self.name,
+                match call {
+                    "send" | "loan" | "commit" => "the message is longer than the stack carries",
+                    _ => "the message is longer than the room for it",
+                },
                 said()
             ))),
             ERROR => Err(TransportError::Stack(format!(
@@ -601,11 +646,14 @@ impl Channel for PluginChannel {
         limit: usize,
         deadline: Instant,
     ) -> Result<(), TransportError> {
+        // The room is written over before each receive: a library that says it wrote
+        // more than it did shows bytes that match nothing it was sent (never the last
+        // reply's, which the caller's buffer held), and no byte read is uninitialised.
         buf.clear();
-        buf.reserve(limit);
+        buf.resize(limit, POISON);
         let mut len = 0usize;
         let mut error = ErrorBuf::new();
-        // SAFETY: the header's recv, into `limit` bytes of room that `buf` holds.
+        // SAFETY: the header's recv, into the `limit` bytes of `buf`.
         let status = unsafe {
             (self.calls.recv)(
                 self.channel,
@@ -628,9 +676,7 @@ impl Channel for PluginChannel {
                 "recv said it wrote {len} bytes into room for {limit}"
             )));
         }
-        // SAFETY: the library wrote these `len` bytes (of the `limit` reserved), as the
-        // header's recv does.
-        unsafe { buf.set_len(len) };
+        buf.truncate(len);
         Ok(())
     }
 
@@ -727,14 +773,27 @@ impl Loans for PluginChannel {
                 &mut error,
             )
         };
+        if status == TOO_LONG && len > room {
+            return Err(TransportError::TooLarge {
+                announced: len as u64,
+                limit: room,
+            });
+        }
         self.plugin.status("borrow", status, &error)?;
-        if len > room || (message.is_null() && len > 0) {
+        let lie = if len > room {
+            Some(format!(
+                "borrow lent {len} bytes where at most {room} were asked for"
+            ))
+        } else if message.is_null() && len > 0 {
+            Some(format!("borrow lent {len} bytes at NULL"))
+        } else {
+            None
+        };
+        if let Some(lie) = lie {
             // What was lent is given back before saying so.
             // SAFETY: the header's release, with a message borrowed.
             unsafe { (calls.release)(self.channel) };
-            return Err(self.plugin.lie(&format!(
-                "borrow lent {len} bytes where at most {room} were asked for"
-            )));
+            return Err(self.plugin.lie(&lie));
         }
         self.borrowed = Some((message, len));
         Ok(self.borrowed().unwrap_or_default())
@@ -769,8 +828,12 @@ impl Loans for PluginChannel {
             return Err(e);
         }
         if let (Some((from, _)), Some((to, _))) = (self.borrowed, self.loan) {
-            // SAFETY: `len` bytes lent each way, by two different calls of the library.
-            unsafe { std::ptr::copy_nonoverlapping(from, to, len) };
+            // A stack may lend the received message's own room as the reply's loan (an
+            // echo in place): then there is nothing to copy.
+            if !std::ptr::eq(from, to) {
+                // SAFETY: `len` bytes lent each way; `copy` allows the two to overlap.
+                unsafe { std::ptr::copy(from, to, len) };
+            }
         }
         self.release();
         self.commit(deadline)?;
@@ -790,6 +853,7 @@ impl Drop for PluginChannel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::CStr;
 
     /// A table as a C stack would give it, made here: every call present, none called.
     fn table(name: &'static CStr) -> Table {

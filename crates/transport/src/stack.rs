@@ -57,7 +57,15 @@ pub trait StackAcceptor: Send {
 struct Entry {
     name: StackName,
     stack: &'static dyn Stack,
-    library: Option<PathBuf>,
+    library: Option<Library>,
+}
+
+/// Where a stack from a shared library came from, and whether it loaded (a broken one's
+/// cells fail saying why, and no code of its library runs).
+#[derive(Clone)]
+pub(crate) struct Library {
+    pub path: PathBuf,
+    pub loaded: bool,
 }
 
 static STACKS: RwLock<Vec<Entry>> = RwLock::new(Vec::new());
@@ -71,7 +79,7 @@ pub fn register_stack(stack: &'static dyn Stack) -> Result<StackName, String> {
 /// [`register_stack`], for a stack loaded from `library`, which its peers load too.
 pub(crate) fn register_stack_from(
     stack: &'static dyn Stack,
-    library: Option<PathBuf>,
+    library: Option<Library>,
 ) -> Result<StackName, String> {
     let name = StackName::register(stack.name(), stack.traits())?;
     STACKS
@@ -86,23 +94,27 @@ pub(crate) fn register_stack_from(
 }
 
 /// The shared library the registered stack `name` was loaded from (matrix.yaml's
-/// `plugins:`); `None` for a stack in this binary.
+/// `plugins:`); `None` for a stack in this binary, and for one whose library could not
+/// be loaded (none of its code runs).
 pub fn plugin_library(name: StackName) -> Option<PathBuf> {
-    library_of(name)
+    library_of(name).filter(|l| l.loaded).map(|l| l.path)
 }
 
-/// Every stack registered from a shared library: its name and its library.
+/// Every stack loaded from a shared library: its name and its library.
 pub fn registered_plugins() -> Vec<(String, PathBuf)> {
     STACKS
         .read()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
-        .filter_map(|e| Some((e.name.as_str().to_owned(), e.library.clone()?)))
+        .filter_map(|e| {
+            let library = e.library.clone().filter(|l| l.loaded)?;
+            Some((e.name.as_str().to_owned(), library.path))
+        })
         .collect()
 }
 
-/// The library the registered stack `name` was loaded from.
-pub(crate) fn library_of(name: StackName) -> Option<PathBuf> {
+/// The library the registered stack `name` came from, loaded or not.
+pub(crate) fn library_of(name: StackName) -> Option<Library> {
     STACKS
         .read()
         .unwrap_or_else(|e| e.into_inner())
@@ -135,7 +147,7 @@ pub(crate) fn listen(
     Ok(Box::new(Registered {
         name,
         inner,
-        library: library_of(name),
+        library: plugin_library(name),
     }))
 }
 

@@ -72,6 +72,49 @@ static ipcm_status recv_stuck_here(ipcm_channel *c, uint8_t *buf, size_t capacit
     return sp_recv(c, buf, capacity, len, deadline_ns, error);
 }
 
+/* The measuring side answers itself: each request kept by send, given back by recv; only
+ * the goodbye reaches the peer. Every byte would match. */
+static uint8_t kept[MAX_LOAN];
+static size_t kept_len;
+
+static ipcm_status send_to_self(ipcm_channel *c, const uint8_t *m, size_t len,
+                                uint64_t deadline_ns, ipcm_error *error) {
+    if (measuring && len > 0 && len <= MAX_LOAN) {
+        memcpy(kept, m, len);
+        kept_len = len;
+        return IPCM_OK;
+    }
+    return sp_send(c, m, len, deadline_ns, error);
+}
+
+static ipcm_status recv_from_self(ipcm_channel *c, uint8_t *buf, size_t capacity, size_t *len,
+                                  uint64_t deadline_ns, ipcm_error *error) {
+    if (measuring && kept_len > 0 && kept_len <= capacity) {
+        memcpy(buf, kept, kept_len);
+        *len = kept_len;
+        kept_len = 0;
+        return IPCM_OK;
+    }
+    return sp_recv(c, buf, capacity, len, deadline_ns, error);
+}
+
+/* Writes only the first 8 bytes of each reply after the first, and says it wrote them all. */
+static ipcm_status recv_short(ipcm_channel *c, uint8_t *buf, size_t capacity, size_t *len,
+                              uint64_t deadline_ns, ipcm_error *error) {
+    static uint8_t whole[MAX_LOAN];
+    static int seen;
+    ipcm_status s = sp_recv(c, whole, capacity < MAX_LOAN ? capacity : MAX_LOAN, len,
+                            deadline_ns, error);
+    if (s != IPCM_OK) return s;
+    memcpy(buf, whole, measuring && seen++ && *len > 8 ? 8 : *len);
+    return s;
+}
+
+#ifdef HOSTILE_CRASHING_LOAD
+/* Loading the library kills the process that loads it. */
+__attribute__((constructor)) static void crash_on_load(void) { abort(); }
+#endif
+
 #ifndef HOSTILE_NO_ENTRY
 const ipcm_stack_table_v1 *ipcm_stack_v1(void) {
     hostile = *seqpacket_stack_v1();
@@ -98,6 +141,11 @@ const ipcm_stack_table_v1 *ipcm_stack_v1(void) {
     hostile.recv = recv_crashing_here;
 #elif defined(HOSTILE_STUCK_MEASURER)
     hostile.recv = recv_stuck_here;
+#elif defined(HOSTILE_ANSWERS_ITSELF)
+    hostile.send = send_to_self;
+    hostile.recv = recv_from_self;
+#elif defined(HOSTILE_SHORT_RECV)
+    hostile.recv = recv_short;
 #elif defined(HOSTILE_LYING_BORROW)
     hostile.borrow = borrow_lying;
 #endif

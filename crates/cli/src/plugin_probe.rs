@@ -1,0 +1,74 @@
+//! A plugin's library is loaded first in a process of its own (this binary again, told by
+//! [`PLUGIN_PROBE_ENV`]), before any command loads it in its own: loading runs the
+//! library's initialisers and its `ipcm_stack_v1()`, and one that crashes or hangs there
+//! would take the command with it. When the probe dies or does not finish in time, the
+//! plugin is registered as broken, saying so, and only its cells fail.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Set in a probe to `<name>\n<library path>`.
+pub const PLUGIN_PROBE_ENV: &str = "IPC_MATRIX_PLUGIN_PROBE";
+
+/// How long loading a library may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// In a probe: loads the library (checking its table) and exits; nothing otherwise. What
+/// is wrong with a library that loads is for the command to say, so that exits 0 too.
+pub fn serve_if_requested() {
+    let Some(request) = std::env::var_os(PLUGIN_PROBE_ENV) else {
+        return;
+    };
+    let request = request.to_string_lossy().into_owned();
+    let code = match request.split_once('\n') {
+        Some((name, library)) => {
+            match ipc_matrix_transport::register_plugin(name, Path::new(library)) {
+                Ok(_) => 0,
+                Err(why) => {
+                    eprintln!("error: {why}");
+                    2
+                }
+            }
+        }
+        None => 2,
+    };
+    std::process::exit(code);
+}
+
+/// Loads the library at `library` in a probe; `Err` says why it must not be loaded here.
+pub fn probe(name: &str, library: &Path) -> Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("finding this binary: {e}"))?;
+    let mut child = Command::new(exe)
+        .env(PLUGIN_PROBE_ENV, format!("{name}\n{}", library.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("starting a process to load it in: {e}"))?;
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            use std::os::unix::process::ExitStatusExt;
+            return match (status.code(), status.signal()) {
+                (Some(0), _) => Ok(()),
+                // Refused with a reason the command gives again when it loads it.
+                (Some(2), _) => Ok(()),
+                (_, Some(signal)) => Err(format!(
+                    "loading it killed the process that loaded it (signal {signal}): its initialisers or ipcm_stack_v1() crashed"
+                )),
+                (code, _) => Err(format!(
+                    "loading it ended the process that loaded it (exit status {code:?})"
+                )),
+            };
+        }
+        if started.elapsed() > PROBE_TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "loading it did not finish in {PROBE_TIMEOUT:?}: its initialisers or ipcm_stack_v1() hang"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
