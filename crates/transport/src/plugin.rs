@@ -169,6 +169,7 @@ pub fn register_broken_plugin(name: &str, library: &Path, why: &str) -> Result<S
 }
 
 /// Opens the library and checks its table.
+#[cfg(not(target_env = "musl"))]
 fn load(name: &str, library: &Path) -> Result<(Calls, StackTraits), String> {
     // SAFETY: loading a library runs its initialisers: that is what naming it in
     // matrix.yaml asks for. It stays loaded for the life of the process (leaked below),
@@ -184,6 +185,14 @@ fn load(name: &str, library: &Path) -> Result<(Calls, StackTraits), String> {
     let table = unsafe { entry() };
     // SAFETY: what a library's ipcm_stack_v1 returns is what the header says, or NULL.
     unsafe { check(name, table) }
+}
+
+/// A static build (the counted musl builds) has no loader to open a library with, and
+/// does not link one: its instruction counts are those of the code it runs. Its C stacks
+/// are linked in instead ([`register_linked_plugin`]).
+#[cfg(target_env = "musl")]
+fn load(_: &str, _: &Path) -> Result<(Calls, StackTraits), String> {
+    Err("this is a static build, which cannot load a library: link the stack into it and register it with register_linked_plugin".into())
 }
 
 /// The `ipcm_stack_v1` function of a C stack linked into this binary.
