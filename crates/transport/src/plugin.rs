@@ -21,6 +21,7 @@ use std::time::Instant;
 /// The ABI version this build speaks (`IPCM_STACK_ABI_VERSION`).
 pub const ABI_VERSION: u32 = 1;
 /// The symbol looked up in a library.
+#[cfg(not(target_env = "musl"))]
 const ENTRY: &[u8] = b"ipcm_stack_v1\0";
 /// `IPCM_ERROR_BYTES`.
 const ERROR_BYTES: usize = 256;
