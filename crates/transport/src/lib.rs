@@ -119,6 +119,13 @@ pub fn connect(
             stack,
             address,
             library,
-        } => stack::connect(*stack, address, library.as_deref(), deadline)?,
+        } => {
+            // A stack in a shared library is loaded from it first, where this process
+            // (the peer) has not yet.
+            if let (Some(library), None) = (library, stack.traits()) {
+                plugin::register_plugin(stack.as_str(), library).map_err(TransportError::Stack)?;
+            }
+            stack::connect(*stack, address, deadline)?
+        }
     })
 }

@@ -11,7 +11,7 @@ use crate::contract::{Acceptor, Channel};
 use crate::error::TransportError;
 use crate::ListenOptions;
 use ipc_matrix_spec::{StackName, StackTraits};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::RwLock;
 use std::time::Instant;
 
@@ -151,20 +151,12 @@ pub(crate) fn listen(
     }))
 }
 
-/// The peer's side of a registered stack, from the address its acceptor gave; a stack in
-/// a shared library is loaded from it first, where this process has not yet.
+/// The peer's side of a registered stack, from the address its acceptor gave.
 pub(crate) fn connect(
     stack: StackName,
     address: &str,
-    library: Option<&Path>,
     deadline: Instant,
 ) -> Result<Box<dyn Channel>, TransportError> {
-    if let Some(library) = library {
-        if stack.traits().is_none() {
-            crate::plugin::register_plugin(stack.as_str(), library)
-                .map_err(TransportError::Stack)?;
-        }
-    }
     registered(stack)?.connect(address, deadline)
 }
 
