@@ -2,7 +2,13 @@
 # Shared helpers of the scripts in this folder; sourced, not run.
 set -euo pipefail
 
-say() { printf '==> %s\n' "$*" >&2; }
+# Each line says how long the outermost script has run (m:ss), so a log shows where the
+# time went.
+export IPC_MATRIX_T0="${IPC_MATRIX_T0:-$(date +%s)}"
+say() {
+  local t=$(($(date +%s) - IPC_MATRIX_T0))
+  printf '==> [%d:%02d] %s\n' $((t / 60)) $((t % 60)) "$*" >&2
+}
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 repo_root() { cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd; }
@@ -192,7 +198,8 @@ write_reports() {
       # counts are deterministic, so they gate on every leg; timings only warn.
       local strict=()
       [ "${STRICT_INSTRUCTIONS:-false}" = true ] && strict=(--strict-instructions)
-      ipc_matrix report --profile "$profile" --leg "$leg" "${strict[@]}" || first_failure $?
+      ipc_matrix report --profile "$profile" --leg "$leg" "${strict[@]}" ||
+        first_failure $? "the report of $leg${strict[*]:+ (${strict[*]})}"
     else
       say "report: $leg has no results for profile $profile (no cell ran); skipped"
     fi
@@ -200,9 +207,33 @@ write_reports() {
   return "$status"
 }
 
-# For steps that must all run: remembers the first non-zero exit status in $status.
+# For steps that must all run: remembers the first non-zero exit status in $status, and
+# each failed step (the caller's line, or what the second argument names) in $failures,
+# for failure_summary to repeat at the end, where a log's reader (CI shows a log's tail)
+# finds it.
 #   some_step || first_failure $?
-first_failure() { if [ "${status:-0}" -eq 0 ]; then status=$1; fi; }
+#   some_step || first_failure $? "what it was"
+failures=()
+first_failure() {
+  if [ "${status:-0}" -eq 0 ]; then status=$1; fi
+  local what="${2:-}" line file
+  read -r line _ file < <(caller 0)
+  if [ -z "$what" ]; then
+    what="$(sed -n "${line}p" "$file" 2>/dev/null | sed -e 's/^ *//' -e 's/ *|| *first_failure.*$//')"
+  fi
+  failures+=("exit $1 at ${file#"$(repo_root)/"}:$line: $what")
+}
+
+# Repeats every step first_failure saw fail, or says that none did.
+failure_summary() {
+  if [ "${#failures[@]}" -eq 0 ]; then
+    say "every step passed"
+    return 0
+  fi
+  say "${#failures[@]} step(s) failed:"
+  local f
+  for f in "${failures[@]}"; do printf '    %s\n' "$f" >&2; done
+}
 
 # Installs Debian/Ubuntu packages with apt (through sudo when not root); fails without apt.
 apt_install() {

@@ -96,6 +96,7 @@ other_log="target/ipc-matrix/count-pass-$other_counted.log"
   scripts/count-pass.sh "$other" "$@" || first_failure $?
   cp "target/nextest/count-${other_counted%%-*}/junit.xml" "target/nextest/ci/junit-$other_counted.xml" || true
   scripts/second-userland.sh "$other" || first_failure $?
+  failure_summary
   exit "$status"
 ) >"$other_log" 2>&1 &
 other_pass=$!
@@ -107,7 +108,14 @@ scripts/second-userland.sh "$host" || first_failure $?
 other_status=0
 wait "$other_pass" || other_status=$?
 cat "$other_log" >&2
-[ "$other_status" -eq 0 ] || { say "failed: the count passes of $other_counted (log: $other_log)"; first_failure "$other_status"; }
+if [ "$other_status" -ne 0 ]; then
+  say "failed: the count passes of $other_counted (log: $other_log)"
+  first_failure "$other_status" "the count passes of $other_counted (log: $other_log)"
+  # What failed in there, step by step: the background shell's own summary.
+  while IFS= read -r line; do
+    failures+=("  in there: ${line#    }")
+  done < <(grep '^    exit ' "$other_log")
+fi
 legs+=("$other_counted@qemu" "$counted@qemu")
 say "transport suite on $other_counted (the pinned QEMU)"
 (
@@ -169,4 +177,5 @@ done
 if compgen -G 'target/ipc-matrix/screenshots/*.png' >/dev/null; then
   say "screenshots: target/ipc-matrix/screenshots/<leg>.png (first screen), <leg>.full.png (whole page)"
 fi
+failure_summary
 exit "$status"
