@@ -1,10 +1,24 @@
 //! The contract every transport keeps: [`Channel`], whole messages, each send and receive
 //! bounded by a deadline; [`Loans`], the loaned (zero-copy) path of a transport that has
-//! one; and [`Acceptor`], the measuring side's half before the peer has connected.
+//! one; [`Acceptor`], the measuring side's half before the peer has connected; and
+//! [`ListenOptions`], what shapes the measuring side's half.
 
 use crate::address::PeerAddress;
 use crate::error::TransportError;
+use ipc_matrix_spec::WakeMode;
 use std::time::Instant;
+
+/// Options of the measuring side that shape the channel.
+#[derive(Debug, Clone, Copy)]
+pub struct ListenOptions {
+    pub wake: Option<WakeMode>,
+    /// Largest message the cell will send; sizes the shared-memory ring's slots and
+    /// iceoryx2's segments.
+    pub max_message: usize,
+    /// The address a TCP or UDP channel listens on: this host's end of a link to a
+    /// second host (a network namespace); `None` for 127.0.0.1. Other channels ignore it.
+    pub bind: Option<std::net::Ipv4Addr>,
+}
 
 /// A message channel between two processes.
 pub trait Channel: Send {

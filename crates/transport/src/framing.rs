@@ -131,7 +131,7 @@ enum BufferOf<'a> {
     Message(&'a mut [u8]),
 }
 
-impl<S: TimedStream> crate::Channel for Framed<S> {
+impl<S: TimedStream> crate::contract::Channel for Framed<S> {
     fn send(&mut self, message: &[u8], deadline: Instant) -> Result<(), TransportError> {
         let header = (message.len() as u64).to_le_bytes();
         if message.len() <= COALESCE_LIMIT {
@@ -206,7 +206,7 @@ fn stream_error(e: io::Error, context: &'static str) -> TransportError {
 #[cfg(test)]
 mod scripted {
     use super::*;
-    use crate::Channel;
+    use crate::contract::Channel;
     use std::collections::VecDeque;
 
     /// A stream whose reads return what the test scripted (then end of file) and whose
@@ -442,7 +442,7 @@ mod scripted {
 #[cfg(test)]
 mod properties {
     use super::*;
-    use crate::Channel;
+    use crate::contract::Channel;
     use proptest::prelude::*;
     use proptest::test_runner::Config;
     use std::os::unix::net::UnixStream;

@@ -37,7 +37,7 @@ mod wait;
 
 pub use address::{PeerAddress, SocketEndpoint, SocketKind};
 pub use artifact::{unnamed_file, PrivateDir, ARTIFACT_PREFIX};
-pub use contract::{Acceptor, Channel, Loans};
+pub use contract::{Acceptor, Channel, ListenOptions, Loans};
 pub use error::TransportError;
 pub use iceoryx2::own_benchmark as iceoryx2_own_benchmark;
 pub use ipc_matrix_spec::{ChannelKind, WakeMode};
@@ -55,18 +55,6 @@ pub use sweep::{remove_stale_artifacts, remove_stale_artifacts_in, Removed};
 pub use wait::is_retry;
 
 use std::time::Instant;
-
-/// Options of the measuring side that shape the channel.
-#[derive(Debug, Clone, Copy)]
-pub struct ListenOptions {
-    pub wake: Option<WakeMode>,
-    /// Largest message the cell will send; sizes the shared-memory ring's slots and
-    /// iceoryx2's segments.
-    pub max_message: usize,
-    /// The address a TCP or UDP channel listens on: this host's end of a link to a
-    /// second host (a network namespace); `None` for 127.0.0.1. Other channels ignore it.
-    pub bind: Option<std::net::Ipv4Addr>,
-}
 
 /// Opens the measuring side of a channel of `kind`.
 pub fn listen(

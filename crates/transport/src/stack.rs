@@ -7,9 +7,8 @@
 //! `ipc_matrix::main!` and `ipc_matrix::test_main!` do) is all it takes.
 
 use crate::address::PeerAddress;
-use crate::contract::{Acceptor, Channel};
+use crate::contract::{Acceptor, Channel, ListenOptions};
 use crate::error::TransportError;
-use crate::ListenOptions;
 use ipc_matrix_spec::{StackName, StackTraits};
 use std::path::PathBuf;
 use std::sync::RwLock;

@@ -99,7 +99,7 @@ mod tests {
         assert_eq!(a, prefix_of("ipc-matrix.123.0.0000abcd"));
         assert!(a.starts_with(PREFIX_START) && a.ends_with('.'), "{a}");
         assert_eq!(a.len(), PREFIX_START.len() + 13);
-        assert!(!a.starts_with(crate::ARTIFACT_PREFIX));
+        assert!(!a.starts_with(crate::artifact::ARTIFACT_PREFIX));
     }
 
     #[test]
