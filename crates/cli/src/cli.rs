@@ -156,6 +156,26 @@ enum Command {
         #[command(flatten)]
         output: Output,
     },
+    /// Write what a repository needs to measure its own stack: a commented matrix.yaml,
+    /// baselines/ (with a README saying how to fill it) and a GitHub workflow
+    /// (.github/workflows/ipc-matrix.yml) that installs this ipc-matrix, pinned by commit,
+    /// and runs each target on a runner of its CPU. Writes over nothing unless --force.
+    Init {
+        /// The repository's folder.
+        #[arg(default_value = ".", value_name = "DIR")]
+        dir: PathBuf,
+        /// Your stack in a shared library with the C ABI (include/ipc_matrix_stack.h):
+        /// its name and its library's path from DIR, `{arch}` for the CPU's name.
+        #[arg(long, value_name = "NAME=LIBRARY", value_parser = commands::init::plugin_arg)]
+        plugin: Option<commands::init::PluginArg>,
+        /// The commit of ipc-matrix the workflow installs; default: the one this binary
+        /// was built from.
+        #[arg(long, value_name = "COMMIT")]
+        rev: Option<String>,
+        /// Write over the files that are already there.
+        #[arg(long)]
+        force: bool,
+    },
     /// Print the legs (targets) of matrix.yaml; with --github, as the JSON job matrix the
     /// GitHub workflow reads with fromJSON.
     Matrix {
@@ -264,6 +284,8 @@ fn resolve(command: &mut Command) -> anyhow::Result<()> {
                 Some(crate::project::matrix_file(matrix.as_deref()).map_err(anyhow::Error::msg)?);
             Ok(())
         }
+        // It writes the matrix file.
+        Command::Init { .. } => Ok(()),
     }
 }
 
@@ -271,6 +293,12 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
     match command {
         Command::List { selection, .. } => commands::list::run(&selection),
         Command::Probe { selection, .. } => commands::probe::run(&selection),
+        Command::Init {
+            dir,
+            plugin,
+            rev,
+            force,
+        } => commands::init::run(&dir, plugin.as_ref(), rev.as_deref(), force),
         Command::Matrix { matrix, github } => {
             commands::matrix::run(&matrix.expect("resolved"), github)
         }

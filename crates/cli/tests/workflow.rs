@@ -1803,3 +1803,47 @@ fn the_reports_reuse_the_suite_build_and_the_count_pass_builds_the_counted_one()
         );
     }
 }
+
+/// The workflow `ipc-matrix init` writes (examples/init is what it writes, see
+/// tests/init.rs) pins the same actions as ours, by commit, with their releases named;
+/// only reads the repository's contents; and its leg job takes its legs from the plan's
+/// job matrix with every field of it that it reads.
+#[test]
+fn the_workflow_init_writes_has_no_problem() {
+    let text = read("examples/init/.github/workflows/ipc-matrix.yml");
+    let mut problems = Vec::new();
+    check_pins(&text, &mut problems);
+    let workflow: Value = serde_yaml::from_str(&text).unwrap();
+    if workflow["permissions"]["contents"].as_str() != Some("read")
+        || workflow["permissions"].as_mapping().map(|m| m.len()) != Some(1)
+    {
+        problems.push("permissions must be `contents: read` alone".into());
+    }
+    let leg = &workflow["jobs"]["leg"];
+    if str_of(&leg["strategy"]["matrix"]) != Some("${{ fromJSON(needs.plan.outputs.legs) }}") {
+        problems.push("the leg job's matrix is not the plan's job matrix".into());
+    }
+    let job_text = serde_yaml::to_string(leg).unwrap();
+    let spec = spec();
+    let jobs = ipc_matrix_spec::github::job_matrix(&spec).unwrap();
+    let fields = serde_json::to_value(&jobs.include[0]).unwrap();
+    // Fields read in expressions: `${{ matrix.leg }}`, `${{ !matrix.blocks_merge }}`.
+    let expression = regex::Regex::new(r"\$\{\{[^}]*\}\}").unwrap();
+    let field = regex::Regex::new(r"\bmatrix\.([A-Za-z0-9_]+)").unwrap();
+    for e in expression.find_iter(&job_text) {
+        for read in field.captures_iter(e.as_str()) {
+            if fields.get(&read[1]).is_none() {
+                problems.push(format!(
+                    "the leg job reads matrix.{}, which the job matrix has not",
+                    &read[1]
+                ));
+            }
+        }
+    }
+    for job in ["plan", "leg"] {
+        if workflow["jobs"][job]["timeout-minutes"].as_u64().is_none() {
+            problems.push(format!("job {job} has no timeout-minutes"));
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}

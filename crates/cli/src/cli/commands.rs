@@ -3,6 +3,7 @@
 pub mod baseline;
 pub mod blocking;
 pub mod history;
+pub mod init;
 pub mod list;
 pub mod matrix;
 pub mod probe;
