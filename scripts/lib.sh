@@ -4,9 +4,9 @@ set -euo pipefail
 
 # Each line says how long the outermost script has run (m:ss), so a log shows where the
 # time went.
-export IPC_MATRIX_T0="${IPC_MATRIX_T0:-$(date +%s)}"
+export SCRIPT_STARTED_AT="${SCRIPT_STARTED_AT:-$(date +%s)}"
 say() {
-  local t=$(($(date +%s) - IPC_MATRIX_T0))
+  local t=$(($(date +%s) - SCRIPT_STARTED_AT))
   printf '==> [%d:%02d] %s\n' $((t / 60)) $((t % 60)) "$*" >&2
 }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

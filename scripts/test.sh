@@ -83,6 +83,8 @@ scripts/example-stacks.sh || first_failure $?
 # GitHub's machines of that architecture); the transport crate's tests run on it too.
 for t in "$counted" "$other_counted"; do scripts/setup-target.sh "$t"; done
 ensure_count_plugin
+# Counting from the command line, in a user's folder (ipc-matrix init), no script of ours.
+scripts/count-from-cli.sh || first_failure $?
 counted_build "$counted" "$other_counted" || first_failure $?
 # Both architectures' count passes at once, each followed by its second count in a second
 # userland (Debian 13), which must count every cell that gates the same, to the last

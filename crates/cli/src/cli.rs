@@ -74,6 +74,19 @@ enum Command {
         /// Stop at the first failing cell.
         #[arg(long)]
         fail_fast: bool,
+        /// Count each cell's guest instructions per round trip: the run again, this binary
+        /// under QEMU user mode with the counting plugin and a fixed CPU model (leg
+        /// <triple>@qemu). Stops before any cell runs when the emulator cannot load
+        /// plugins or the plugin is not there.
+        #[arg(long)]
+        count: bool,
+        /// The QEMU user-mode emulator --count runs under; default: qemu-<arch> on PATH.
+        #[arg(long, value_name = "FILE", requires = "count")]
+        qemu: Option<PathBuf>,
+        /// The counting plugin (libipc_matrix_qemu_count.so, `cargo build --release -p
+        /// ipc-matrix-qemu-count`); default: $IPC_MATRIX_COUNT_PLUGIN.
+        #[arg(long, value_name = "FILE", requires = "count")]
+        count_plugin: Option<PathBuf>,
         #[command(flatten)]
         judging: Judging,
         #[command(flatten)]
@@ -306,9 +319,24 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
             selection,
             out,
             fail_fast,
+            count,
+            qemu,
+            count_plugin,
             judging,
             ..
-        } => commands::run::run(&selection, out, fail_fast, judging),
+        } => {
+            if count {
+                let results = out
+                    .clone()
+                    .unwrap_or_else(|| crate::default_out_dir(&selection.root()));
+                let options = crate::counted_run::CountOptions {
+                    qemu,
+                    plugin: count_plugin,
+                };
+                crate::counted_run::start(&options, &results)?;
+            }
+            commands::run::run(&selection, out, fail_fast, judging)
+        }
         Command::Report {
             stored,
             judging,

@@ -6,6 +6,7 @@
 mod cell_process;
 pub mod cli;
 pub mod commit;
+pub mod counted_run;
 pub mod door;
 pub mod format;
 mod plugin_probe;

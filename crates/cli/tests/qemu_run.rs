@@ -175,3 +175,35 @@ fn a_count_runs_under_the_pinned_qemu_with_the_plugin() {
     // A static build runs with no other root's files standing in for the host's.
     assert!(seen.contains(" -L / "), "{seen}");
 }
+
+/// `ipc-matrix run --count` fixes the same emulated CPU model per architecture as this
+/// runner does, so a count means the same whichever started the emulator.
+#[test]
+fn run_count_and_qemu_run_fix_the_same_cpu_models() {
+    let script = std::fs::read_to_string(repo().join("scripts/qemu-run")).unwrap();
+    let mut in_script = Vec::new();
+    for line in script.lines() {
+        let line = line.trim();
+        if let Some((arch, rest)) = line.split_once(") cpu=") {
+            let model = rest
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .trim_end_matches(";;");
+            if arch != "*" {
+                in_script.push((arch.to_owned(), model.to_owned()));
+            }
+        }
+    }
+    let in_rust: Vec<(String, String)> = ipc_matrix::counted_run::CPU_MODELS
+        .iter()
+        .map(|(_, qemu, model)| (qemu.to_string(), model.to_string()))
+        .collect();
+    in_script.sort();
+    let mut in_rust_sorted = in_rust.clone();
+    in_rust_sorted.sort();
+    assert_eq!(
+        in_script, in_rust_sorted,
+        "scripts/qemu-run and counted_run::CPU_MODELS"
+    );
+}

@@ -1,0 +1,162 @@
+//! `ipc-matrix run --count`: the run again under QEMU with the counting plugin, checked
+//! before anything runs. With stand-in emulators (shell scripts): one that cannot load
+//! plugins stops the run naming it; a missing plugin or emulator stops it saying how to
+//! get one; and one that can is started as the count pass's runner starts QEMU (the CPU
+//! model, the plugin, the count file, the peer through the same emulator). The real
+//! emulator counts in scripts/count-from-cli.sh, which the test command runs.
+
+mod common;
+
+use common::{text, Scratch};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+const MATRIX: &str = test_matrix!(
+    "- { name: echo, kind: echo, transports: [tcp], payloads: [200B], iterations: 50, warmup: 0, timeout: 5s }"
+);
+
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// `run --count` in `s` with these extra arguments, outside any emulator.
+fn run_count(s: &Scratch, args: &[&str]) -> (Option<i32>, String) {
+    let mut all = vec!["run", "--count", "--out", "results"];
+    all.extend_from_slice(args);
+    let out = s
+        .command(&all)
+        .env_remove("IPC_MATRIX_RUNNER")
+        .env_remove("QEMU_PLUGIN")
+        .env_remove("IPC_MATRIX_COUNT_PLUGIN")
+        .env_remove("IPC_MATRIX_COUNT_FILE")
+        .output()
+        .unwrap();
+    (out.status.code(), text(&out))
+}
+
+#[test]
+fn a_count_under_a_qemu_that_cannot_load_plugins_stops_before_any_cell_naming_it() {
+    let s = Scratch::new("count-flag-no-plugins", MATRIX);
+    let ran = s.path("ran");
+    let plugin = script(&s.0, "plugin.so", "");
+    // As Debian 13's static qemu-user: its -h lists no -plugin.
+    let qemu = script(
+        &s.0,
+        "qemu",
+        &format!(
+            "case \"$1\" in\n  --version) echo 'qemu-x version 10.0.2 (Debian 1:10.0.2+ds-2)' ;;\n  -h) echo '-cpu model   select CPU' ;;\n  *) touch {} ;;\nesac",
+            ran.display()
+        ),
+    );
+    let (code, all) = run_count(
+        &s,
+        &[
+            "--qemu",
+            qemu.to_str().unwrap(),
+            "--count-plugin",
+            plugin.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(2), "{all}");
+    assert!(
+        all.contains("version 10.0.2") && all.contains("cannot load plugins"),
+        "{all}"
+    );
+    assert!(!ran.exists(), "the emulator was started on the run");
+    assert!(
+        !s.path("results")
+            .join("x86_64-unknown-linux-gnu@qemu")
+            .exists(),
+        "{all}"
+    );
+}
+
+#[test]
+fn a_count_without_its_plugin_or_its_emulator_stops_saying_how_to_get_one() {
+    let s = Scratch::new("count-flag-missing", MATRIX);
+    let (code, all) = run_count(&s, &["--qemu", "/bin/true"]);
+    assert_eq!(code, Some(2), "{all}");
+    assert!(
+        all.contains("--count needs the counting plugin")
+            && all.contains("cargo build --release -p ipc-matrix-qemu-count"),
+        "{all}"
+    );
+    let (code, all) = run_count(
+        &s,
+        &["--count-plugin", s.path("nowhere.so").to_str().unwrap()],
+    );
+    assert_eq!(code, Some(2), "{all}");
+    assert!(all.contains("nowhere.so is not there"), "{all}");
+    let plugin = script(&s.0, "plugin.so", "");
+    let (code, all) = run_count(
+        &s,
+        &[
+            "--qemu",
+            s.path("no-qemu").to_str().unwrap(),
+            "--count-plugin",
+            plugin.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(2), "{all}");
+    assert!(
+        all.contains("cannot start the emulator") && all.contains("no-qemu"),
+        "{all}"
+    );
+    // The emulator's options need --count.
+    let out = s.command(&["run", "--qemu", "/bin/true"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+#[test]
+fn a_count_starts_this_binary_under_the_emulator_as_the_count_pass_does() {
+    let s = Scratch::new("count-flag-started", MATRIX);
+    let plugin = script(&s.0, "plugin.so", "");
+    let seen = s.path("seen");
+    // An emulator that loads plugins, writes down how it was started, and exits 7.
+    let qemu = script(
+        &s.0,
+        "qemu",
+        &format!(
+            "case \"$1\" in\n  --version) echo 'qemu-x version 7.2.22' ;;\n  -h) echo '-plugin      [file=]<file>[,<argname>=<argvalue>]' ;;\n  *) echo \"$* cpu=$QEMU_CPU plugin=$QEMU_PLUGIN runner=$IPC_MATRIX_RUNNER count=$IPC_MATRIX_COUNT_FILE peer=$IPC_MATRIX_PEER_RUNNER version=$IPC_MATRIX_QEMU_VERSION\" > {}; exit 7 ;;\nesac",
+            seen.display()
+        ),
+    );
+    let (code, all) = run_count(
+        &s,
+        &[
+            "--qemu",
+            qemu.to_str().unwrap(),
+            "--count-plugin",
+            plugin.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        code,
+        Some(7),
+        "the run's exit status is the emulated run's: {all}"
+    );
+    let seen = std::fs::read_to_string(&seen).unwrap();
+    let model = match std::env::consts::ARCH {
+        "x86_64" => "Nehalem-v1",
+        "aarch64" => "cortex-a72",
+        other => panic!("no model written down here for {other}"),
+    };
+    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_ipc-matrix")).unwrap();
+    for part in [
+        format!("-L / {} run --count --out results", exe.display()),
+        format!("cpu={model}"),
+        format!(
+            "plugin={}",
+            std::fs::canonicalize(&plugin).unwrap().display()
+        ),
+        "runner=qemu".to_owned(),
+        format!("count={}", s.path("results/counts/%p.jsonl").display()),
+        format!("peer={} -L /", qemu.display()),
+        "version=qemu-x version 7.2.22".to_owned(),
+    ] {
+        assert!(seen.contains(&part), "`{part}` not in: {seen}");
+    }
+}
