@@ -233,6 +233,23 @@ failure_summary() {
   say "${#failures[@]} step(s) failed:"
   local f
   for f in "${failures[@]}"; do printf '    %s\n' "$f" >&2; done
+  failed_tests
+}
+
+# Names every test that failed in the JUnit files this script's nextest runs wrote (not
+# older ones), so that a log's tail says which tests, not only which step.
+failed_tests() {
+  local files
+  mapfile -t files < <(find "$(repo_root)/target/nextest" -name 'junit-*.xml' \
+    -newermt "@$SCRIPT_STARTED_AT" 2>/dev/null | sort)
+  [ "${#files[@]}" -gt 0 ] || return 0
+  python3 - "${files[@]}" <<'PY' >&2 || true
+import sys, xml.etree.ElementTree as tree
+for path in sys.argv[1:]:
+    for case in tree.parse(path).iter("testcase"):
+        if case.find("failure") is not None or case.find("error") is not None:
+            print(f"    test failed: {case.get('classname')} {case.get('name')} ({path.split('/target/')[-1]})")
+PY
 }
 
 # Installs Debian/Ubuntu packages with apt (through sudo when not root); fails without apt.
