@@ -16,15 +16,19 @@
 //! 5. the byte-stream transports `tcp`, `local`, `pipe`; `sweep`, which combines each
 //!    transport's sweep; `stack`: a user's stack ([`Stack`]), registered by name;
 //!    `plugin`: a stack in a shared library (the C ABI of `include/ipc_matrix_stack.h`);
-//! 6. this file: [`listen`] and [`connect`], which pick the transport.
+//! 6. `open`: [`listen`] and [`connect`], which pick the transport;
+//! 7. [`conformance`]: the contract's checks, written once and run against any transport
+//!    (this crate's suite, and a user's stack from its own test target).
 
 mod address;
 mod artifact;
+pub mod conformance;
 mod contract;
 mod error;
 mod framing;
 mod iceoryx2;
 mod local;
+mod open;
 mod pipe;
 mod platform;
 mod plugin;
@@ -41,6 +45,7 @@ pub use contract::{Acceptor, Channel, ListenOptions, Loans};
 pub use error::TransportError;
 pub use iceoryx2::own_benchmark as iceoryx2_own_benchmark;
 pub use ipc_matrix_spec::{ChannelKind, WakeMode};
+pub use open::{connect, listen};
 pub use platform::{
     allowed_cpus, die_with_parent, futex_wait, futex_wake, holds_a_socket, process_alive,
     process_table, set_thread_cpus, thread_states, FutexWake, ProcessEntry,
@@ -53,67 +58,3 @@ pub use shm::{SHM_CHUNK, SHM_RING_SLOTS};
 pub use stack::{plugin_library, register_stack, registered_plugins, Stack, StackAcceptor};
 pub use sweep::{remove_stale_artifacts, remove_stale_artifacts_in, Removed};
 pub use wait::is_retry;
-
-use std::time::Instant;
-
-/// Opens the measuring side of a channel of `kind`.
-pub fn listen(
-    kind: ChannelKind,
-    options: ListenOptions,
-) -> Result<Box<dyn Acceptor>, TransportError> {
-    Ok(match kind {
-        ChannelKind::Shm => Box::new(shm::ShmAcceptor::create(
-            options.wake.unwrap_or(WakeMode::Blocking),
-            options.max_message,
-        )?),
-        ChannelKind::Local => Box::new(local::LocalAcceptor::bind()?),
-        ChannelKind::Tcp => Box::new(tcp::TcpAcceptor::bind(options.bind)?),
-        ChannelKind::Udp => Box::new(udp::UdpAcceptor::bind(options.bind)?),
-        ChannelKind::Pipe => Box::new(pipe::PipeAcceptor::create()?),
-        ChannelKind::Iceoryx2 => Box::new(iceoryx2::Iceoryx2Acceptor::create(
-            options.wake.unwrap_or(WakeMode::Blocking),
-            options.max_message,
-        )?),
-        ChannelKind::Stack(name) => stack::listen(name, &options)?,
-    })
-}
-
-/// Connects the peer's side of a channel.
-pub fn connect(
-    address: &PeerAddress,
-    deadline: Instant,
-) -> Result<Box<dyn Channel>, TransportError> {
-    Ok(match address {
-        PeerAddress::Shm { os_id, wake } => Box::new(shm::attach(os_id, *wake, deadline)?),
-        PeerAddress::Local { path } => Box::new(local::connect(path, deadline)?),
-        PeerAddress::Tcp { addr } => Box::new(tcp::connect(*addr, deadline)?),
-        PeerAddress::Udp { addr } => Box::new(udp::connect(*addr, deadline)?),
-        PeerAddress::Pipe { read_fd, write_fd } => Box::new(pipe::connect(*read_fd, *write_fd)?),
-        PeerAddress::Iceoryx2 {
-            root,
-            prefix,
-            wake,
-            max_message,
-            owner_pid,
-        } => Box::new(iceoryx2::connect(
-            root,
-            prefix,
-            *wake,
-            *max_message,
-            *owner_pid,
-            deadline,
-        )?),
-        PeerAddress::Stack {
-            stack,
-            address,
-            library,
-        } => {
-            // A stack in a shared library is loaded from it first, where this process
-            // (the peer) has not yet.
-            if let (Some(library), None) = (library, stack.traits()) {
-                plugin::register_plugin(stack.as_str(), library).map_err(TransportError::Stack)?;
-            }
-            stack::connect(*stack, address, deadline)?
-        }
-    })
-}

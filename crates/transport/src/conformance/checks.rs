@@ -6,16 +6,18 @@
 //! adapts: a reply may be lost (resend, or count it lost, never accept a wrong one), and a
 //! send never waits for the reader (the datagram is dropped at the receiving socket).
 
-use crate::peer::{
+use super::peer::{
     CHUNKED, CHUNKED_SEED, LATE_BY, LIE_ANNOUNCED, LIE_LIMIT, LIE_SEED, ORDERED, SLOT,
 };
-use crate::support::{
+use super::support::{
     bytes, compare, index_of, limit_of, ordered, HandMadeSegment, Peer, EXCHANGE_LIMIT, OP, PROMPT,
     SETUP,
 };
-use ipc_matrix_transport::{
-    listen, Channel, ChannelKind, ListenOptions, PeerAddress, TransportError, WakeMode,
-};
+use crate::address::PeerAddress;
+use crate::contract::{Channel, ListenOptions};
+use crate::error::TransportError;
+use crate::open::listen;
+use ipc_matrix_spec::{ChannelKind, WakeMode};
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy)]
@@ -154,7 +156,7 @@ pub const CHECKS: &[Check] = &[
     },
 ];
 
-/// The transports that offer the loaned path ([`ipc_matrix_transport::Loans`]).
+/// The transports that offer the loaned path ([`crate::Loans`]).
 fn has_loans(subject: Subject) -> bool {
     matches!(subject.kind, ChannelKind::Shm | ChannelKind::Iceoryx2)
 }

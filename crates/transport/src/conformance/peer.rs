@@ -2,11 +2,15 @@
 //! `support::Peer`), playing one role. Each role ends on its own (at worst after
 //! PEER_IDLE), and dies with its parent.
 
-use crate::support::{
+use super::support::{
     bytes, compare, exchange_limit_of, limit_of, ordered, PEER_ADDRESS_ENV, PEER_IDLE,
     PEER_PARENT_ENV, SETUP,
 };
-use ipc_matrix_transport::{connect, die_with_parent, Channel, PeerAddress, TransportError};
+use crate::address::PeerAddress;
+use crate::contract::Channel;
+use crate::error::TransportError;
+use crate::open::connect;
+use crate::platform::die_with_parent;
 use std::io::Write;
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,8 @@
 //! What the checks share: deterministic message bytes, whole-message comparison, the peer
 //! process (this same binary, started again), and segments with hand-written headers.
 
-use ipc_matrix_transport::{ChannelKind, PeerAddress};
+use crate::address::PeerAddress;
+use ipc_matrix_spec::ChannelKind;
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;

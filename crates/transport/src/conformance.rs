@@ -1,0 +1,38 @@
+//! The `Channel` contract, written once (`checks`) and run against any transport and wake
+//! mode: one test `<subject>::<check>` each, against a peer that is a real separate
+//! process (`peer`: the same binary, started again with a role in its environment,
+//! through `IPC_MATRIX_PEER_RUNNER` under QEMU). Every blocking call has a deadline, and
+//! every peer gives up on its own: no check can hang.
+//!
+//! Public, so that a test target (`harness = false`) runs the same checks as this crate's
+//! own suite: [`main`] with the subjects to check.
+
+mod checks;
+mod peer;
+mod support;
+
+pub use checks::{subjects, Subject};
+
+use libtest_mimic::{Arguments, Trial};
+
+/// The suite's entry point, as a test target's `main`: in a peer process (started by a
+/// check), plays its role and exits; otherwise makes one test per subject and check that
+/// applies to it, runs those the arguments select (libtest's, as nextest passes them) and
+/// exits with libtest's status.
+pub fn main(subjects: Vec<Subject>) -> ! {
+    if let Ok(role) = std::env::var(support::PEER_ROLE_ENV) {
+        peer::main(&role);
+    }
+    let args = Arguments::from_args();
+    let mut trials = Vec::new();
+    for subject in subjects {
+        for check in checks::CHECKS.iter().filter(|c| (c.applies)(subject)) {
+            let run = check.run;
+            trials.push(Trial::test(
+                format!("{}::{}", subject.name(), check.name),
+                move || run(subject).map_err(Into::into),
+            ));
+        }
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
