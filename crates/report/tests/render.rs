@@ -2,7 +2,7 @@
 //! snapshots; the HTML page is checked for what makes it usable offline.
 
 use ipc_matrix_baseline::Baseline;
-use ipc_matrix_report::cross::{self, Column};
+use ipc_matrix_report::compare::{self, Column};
 use ipc_matrix_report::{html, markdown, LegReport, LoadedBaseline, REPORT_SCHEMA_VERSION};
 use ipc_matrix_results::{fixture, CellResult, FailureKind};
 use ipc_matrix_spec::{Cell, RegressionPolicy};
@@ -234,7 +234,7 @@ fn emulated_leg_next_to_native_legs_gets_no_timing_ratio() {
         leg("aarch64-unknown-linux-gnu", "native", &cells, 2),
         leg("x86_64-unknown-linux-gnu", "native", &cells, 1),
     ];
-    let md = cross::markdown(&columns);
+    let md = compare::markdown(&columns);
     insta::assert_snapshot!(md);
     // The one ratio is between the two native legs (each cell twice as slow); none is
     // the emulated leg's (it would read 10.00x).
@@ -247,7 +247,7 @@ fn emulated_leg_next_to_native_legs_gets_no_timing_ratio() {
         ),
         "{md}"
     );
-    let page = cross::html(&columns);
+    let page = compare::html(&columns);
     assert!(
         page.contains(
             "<th>aarch64-unknown-linux-gnu@qemu (quick) p50 (emulated, not a CPU measure)</th>"
@@ -292,7 +292,7 @@ fn legs_are_sorted_by_architecture_whatever_order_they_come_in() {
     .iter()
     .map(|(triple, runner)| leg(triple, runner, &cells, 1))
     .collect();
-    let order: Vec<String> = cross::arranged(&columns)
+    let order: Vec<String> = compare::arranged(&columns)
         .iter()
         .map(|c| format!("{} {}", c.architecture(), c.emulated()))
         .collect();
@@ -308,7 +308,7 @@ fn legs_are_sorted_by_architecture_whatever_order_they_come_in() {
             "ppc64le true"
         ]
     );
-    let md = cross::markdown(&columns);
+    let md = compare::markdown(&columns);
     assert!(md.contains("Timings of x86_64-unknown-linux-gnu@qemu (quick), aarch64-unknown-linux-gnu@qemu (quick), s390x-unknown-linux-gnu@qemu (quick), armv7-unknown-linux-gnueabihf@qemu (quick), riscv64gc-unknown-linux-gnu@qemu (quick), powerpc64le-unknown-linux-gnu@qemu (quick) are emulated"), "{md}");
 }
 
@@ -323,7 +323,7 @@ fn architectures_of_target_triples() {
         ("powerpc64le-unknown-linux-gnu", "ppc64le"),
         ("i686-unknown-linux-gnu", "i686"),
     ] {
-        assert_eq!(cross::architecture(triple), arch);
+        assert_eq!(compare::architecture(triple), arch);
     }
 }
 
@@ -398,7 +398,7 @@ fn svg_texts(svg: &str) -> Vec<String> {
 #[test]
 fn instructions_side_by_side_per_architecture() {
     let columns = three_counted_architectures();
-    let md = cross::markdown(&columns);
+    let md = compare::markdown(&columns);
     insta::assert_snapshot!(md);
     // The instruction tables lead, in architecture order, encode and decode apart.
     assert!(
@@ -435,7 +435,7 @@ fn instructions_side_by_side_per_architecture() {
     );
     assert!(!md.contains("| ratio |"), "{md}");
 
-    let page = cross::html(&columns);
+    let page = compare::html(&columns);
     for outside in ["<script", "<link", "src=", "url(", "@import"] {
         assert!(
             !page.contains(outside),
@@ -490,7 +490,7 @@ fn instructions_side_by_side_per_architecture() {
     assert!(summary.windows(8).any(|w| w == bars), "{summary:?}");
 
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("instructions_side_by_side");
-    let (md_file, html_file) = cross::write(&out, &columns).unwrap();
+    let (md_file, html_file) = compare::write(&out, &columns).unwrap();
     assert_eq!(std::fs::read_to_string(md_file).unwrap(), md);
     assert_eq!(std::fs::read_to_string(html_file).unwrap(), page);
 }
@@ -672,7 +672,7 @@ fn a_line_of_round_trip_vs_payload_never_joins_two_scenarios() {
         .zip([1_000, 2_000, 60_000, 5_000_000])
         .map(|(cell, center)| fixture::passed(cell, &env, samples(center, cell.iterations, 0)))
         .collect();
-    let svg = ipc_matrix_report::plots::round_trip_vs_payload(&results).unwrap();
+    let svg = ipc_matrix_report::leg::plots::round_trip_vs_payload(&results).unwrap();
     let legend = svg_texts(&svg);
     assert!(legend.contains(&"small tcp".to_string()), "{legend:?}");
     assert!(legend.contains(&"large tcp".to_string()), "{legend:?}");

@@ -8,7 +8,7 @@ use crate::reporting::{
 };
 use crate::{exit_code, say, say_always, say_verbose};
 use anyhow::{Context, Result};
-use ipc_matrix_report::cross::Column;
+use ipc_matrix_report::compare::Column;
 use ipc_matrix_report::write_leg_report;
 use ipc_matrix_spec::RegressionPolicy;
 use std::path::{Path, PathBuf};
@@ -148,7 +148,7 @@ pub fn report_legs(
         }
         // A note of one cell is printed whole; notes several cells share are one line with
         // their count and the first cells (all of them under --verbose).
-        for group in ipc_matrix_report::changes::note_groups(&report) {
+        for group in ipc_matrix_report::leg::changes::note_groups(&report) {
             match group.cells.as_slice() {
                 [(id, note)] => say!("note: {id}: {note}"),
                 cells => {
@@ -293,8 +293,8 @@ fn compare_folders(folders: &[PathBuf], out: &Path) -> Result<u8> {
             column.name = dir.display().to_string();
         }
     }
-    let (md, html) = ipc_matrix_report::cross::write(out, &columns)?;
-    println!("{}", ipc_matrix_report::cross::markdown(&columns));
+    let (md, html) = ipc_matrix_report::compare::write(out, &columns)?;
+    println!("{}", ipc_matrix_report::compare::markdown(&columns));
     println!(
         "comparison: {}\n            {}",
         md.display(),

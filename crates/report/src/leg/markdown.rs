@@ -3,9 +3,10 @@
 //! everything else folded: the table of all cells, the sections per kind, notes grouped.
 //! An unchanged run reads in one screen.
 
-use crate::changes::{gates, interval_strip, note_groups, Changes, Row};
-use crate::model::{codec_results, fan_results, headline, stability, LegReport};
-use crate::seed_tables::seed_tables;
+use super::changes::{gates, interval_strip, note_groups, Changes, Row};
+use super::model::{codec_results, fan_results, headline, probe_range, stability, LegReport};
+use super::seed_tables::seed_tables;
+use crate::render::markdown::text;
 use crate::units::{bytes, nanos, p_value, ratio, utc};
 use ipc_matrix_baseline::{CellVerdict, Verdict, ALPHA};
 use ipc_matrix_results::CellResult;
@@ -23,7 +24,7 @@ pub fn markdown(report: &LegReport) -> String {
     let _ = writeln!(md, "**{cells}** {against}\n");
     let changes = Changes::of(report);
     // What fails the run, before anything that only informs.
-    let failing = crate::changes::gating_lines(&changes);
+    let failing = super::changes::gating_lines(&changes);
     if !failing.is_empty() {
         let _ = writeln!(
             md,
@@ -63,17 +64,17 @@ pub fn markdown(report: &LegReport) -> String {
     cell_table(&mut md, report.results.iter().zip(&verdict.cells));
     md.push_str("\n</details>\n");
 
-    let stacks = crate::stacks::stacks(report);
+    let stacks = super::stacks::stacks(report);
     if stacks.len() > 1 {
         fold(
             &mut md,
             &format!(
                 "IPC stacks side by side at {}, fastest first",
-                bytes(crate::stacks::STACK_PAYLOAD)
+                bytes(super::stacks::STACK_PAYLOAD)
             ),
             stacks.len(),
         );
-        let _ = writeln!(md, "{}\n", crate::stacks::STACKS_EXPLAINED);
+        let _ = writeln!(md, "{}\n", super::stacks::STACKS_EXPLAINED);
         md.push_str(
             "| stack | cell | p50 | p99 | floor p50 | cell / floor | its own setup p50 | cell / own setup |\n",
         );
@@ -103,10 +104,10 @@ pub fn markdown(report: &LegReport) -> String {
         unfold(&mut md);
     }
 
-    let floors = crate::model::floor_rows(report);
+    let floors = super::model::floor_rows(report);
     if !floors.is_empty() {
         fold(&mut md, "Next to the machine's floor", floors.len());
-        let _ = writeln!(md, "{}\n", crate::model::FLOORS_EXPLAINED);
+        let _ = writeln!(md, "{}\n", super::model::FLOORS_EXPLAINED);
         md.push_str("| cell | floor | floor p50 | cell p50 | cell / floor |\n");
         md.push_str("|---|---|---:|---:|---:|\n");
         for (result, floor) in &floors {
@@ -124,7 +125,7 @@ pub fn markdown(report: &LegReport) -> String {
         }
         for note in floors
             .iter()
-            .filter_map(|(r, f)| crate::model::below_floor(r, f))
+            .filter_map(|(r, f)| super::model::below_floor(r, f))
         {
             let _ = writeln!(md, "\n> [!NOTE]\n> {}", text(&note));
         }
@@ -297,25 +298,6 @@ pub fn markdown(report: &LegReport) -> String {
     md
 }
 
-/// Prose from results (a peer's stderr may hold anything): angle brackets would be taken
-/// for HTML by GitHub's renderer and vanish, and control characters would reach the
-/// terminal of whoever reads the file there.
-pub(crate) fn text(prose: &str) -> String {
-    ipc_matrix_results::printable(prose)
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-/// `62-67 ns`, or `not taken` (unpinned, or emulated too slowly).
-pub(crate) fn probe_range(report: &LegReport) -> String {
-    let probes = report.results.iter().filter_map(|r| r.core_to_core_ns);
-    match (probes.clone().min(), probes.max()) {
-        (Some(low), Some(high)) if low == high => format!("{low} ns"),
-        (Some(low), Some(high)) => format!("{low}-{high} ns"),
-        _ => "not taken".into(),
-    }
-}
-
 fn payload_list(report: &LegReport) -> String {
     let mut sizes: Vec<u64> = report
         .results
@@ -465,7 +447,7 @@ fn cell_table<'a>(md: &mut String, rows: impl Iterator<Item = (&'a CellResult, &
             (v, false) => format!("{} (informational)", v.as_str()),
         };
         let (instructions, instruction_verdict, regressed) =
-            crate::model::instruction_columns(cell);
+            super::model::instruction_columns(cell);
         let instruction_verdict = if regressed {
             format!("**{instruction_verdict}**")
         } else {
@@ -502,4 +484,39 @@ fn cell_table<'a>(md: &mut String, rows: impl Iterator<Item = (&'a CellResult, &
 /// Prose inside a table cell: also without the pipes and line breaks that would end it.
 fn cell_text(prose: &str) -> String {
     text(prose).replace('|', "\\|").replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::leg::stacks::stacks;
+    use ipc_matrix_results::fixture::{environment, passed, quick_cells};
+    use ipc_matrix_spec::RegressionPolicy;
+
+    /// A user's stack, read from results by a process that never registered it, is a
+    /// stack of its own name on the page, next to its floor, as ours are.
+    #[test]
+    fn a_users_stack_read_from_results_stands_by_its_own_name() {
+        let mut cells = quick_cells(
+            "  - { name: echo, kind: echo, transports: [tcp, local], payloads: [200B], iterations: 10, timeout: 1s }\n",
+        );
+        cells[1].transport = ipc_matrix_spec::TransportKind::named("their-ring").unwrap();
+        cells[1].id = "echo::their-ring::200B".into();
+        let env = environment("native", "cpu");
+        let results: Vec<CellResult> = cells
+            .iter()
+            .zip([3_000u64, 1_000])
+            .map(|(cell, ns)| passed(cell, &env, vec![ns; 10]))
+            .map(|r| serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap())
+            .collect();
+        assert_eq!(results[1].cell.transport.as_str(), "their-ring");
+        let report = LegReport::new(results, None, RegressionPolicy::default(), 0);
+        let names: Vec<String> = stacks(&report).into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["their-ring", "tcp"]);
+        let page = markdown(&report);
+        assert!(
+            page.contains("| their-ring | `echo::their-ring::200B` |"),
+            "{page}"
+        );
+    }
 }

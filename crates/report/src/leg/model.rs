@@ -222,6 +222,16 @@ pub(crate) fn below_floor(result: &CellResult, floor: &Floor) -> Option<String> 
     ))
 }
 
+/// `62-67 ns`, or `not taken` (unpinned, or emulated too slowly).
+pub(crate) fn probe_range(report: &LegReport) -> String {
+    let probes = report.results.iter().filter_map(|r| r.core_to_core_ns);
+    match (probes.clone().min(), probes.max()) {
+        (Some(low), Some(high)) if low == high => format!("{low} ns"),
+        (Some(low), Some(high)) => format!("{low}-{high} ns"),
+        _ => "not taken".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

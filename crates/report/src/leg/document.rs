@@ -17,14 +17,11 @@
 //!   margin}` or `null`; `gating`; `notes`).
 //! - `not_run`: baseline cells this run did not produce.
 
-use crate::model::LegReport;
+use super::model::LegReport;
+use crate::schema::REPORT_SCHEMA_VERSION;
 use ipc_matrix_baseline::{CellVerdict, Verdict};
 use ipc_matrix_results::{CellResult, Environment};
 use serde::Serialize;
-
-/// 2: the cell results are of result schema 4 (a cell's kind and its settings in `work`).
-/// 3: `commit`.
-pub const REPORT_SCHEMA_VERSION: u32 = 3;
 
 #[derive(Serialize)]
 pub struct Document<'a> {

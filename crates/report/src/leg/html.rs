@@ -4,96 +4,17 @@
 //! the table of all cells with the unchanged ones collapsed, the floors, and one section
 //! per scenario kind with the plots that suit it; notes shared by many cells are grouped.
 
-use crate::changes::{gates, note_groups, Changes, Row};
-use crate::model::{headline, LegReport};
-use crate::plots;
-use crate::seed_tables::{seed_tables, SeedTable};
+use super::changes::{gates, note_groups, Changes, Row};
+use super::model::{headline, LegReport};
+use super::plots;
+use super::seed_tables::{seed_tables, SeedTable};
+use crate::render::charts;
+use crate::render::html::{breakable, escape, figure, page, table};
 use crate::units::{bytes, nanos, p_value, ratio, utc};
 use ipc_matrix_baseline::{CellVerdict, Verdict};
 use ipc_matrix_results::CellResult;
 use ipc_matrix_spec::ScenarioKind;
 use std::fmt::Write;
-
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:1320px;padding:0 1rem;color:#222}\
-table{border-collapse:collapse;font-size:.85rem;margin:1rem 0}th{white-space:normal}details>summary{cursor:pointer;margin:.5rem 0}\
-nav ul{columns:3;font-size:.9rem}nav li{break-inside:avoid}.change{border-top:1px solid #ddd;margin-top:1rem}\
-td.text{white-space:normal;text-align:left;max-width:40rem}.quiet{color:#555}\
-th,td{border:1px solid #ccc;padding:.2rem .4rem;text-align:right}\
-td{white-space:nowrap}th:first-child,td:first-child{text-align:left;font-family:monospace;white-space:normal}\
-.regressed{color:#b34700;font-weight:bold}.improved{color:#007a5a}.failed{color:#b00020;font-weight:bold}\
-.note{background:#eef4fb;border-left:4px solid #0072b2;padding:.5rem 1rem}\
-.warning{background:#fdf1e6;border-left:4px solid #d55e00;padding:.5rem 1rem}\
-th[colspan]{text-align:center}tr.group th{background:#f2f2f2;text-align:left;font-family:system-ui,sans-serif}\
-.informs{color:#8a4b00;font-style:italic}.wide{overflow-x:auto}.cpu{font-weight:normal;font-size:.8rem;color:#555}\
-figure{margin:1.5rem 0}figcaption{font-size:.85rem;color:#555}svg{max-width:100%;height:auto}";
-
-/// `text` as HTML text, its control characters shown as escapes (they come from peers,
-/// file names and the environment).
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for ch in ipc_matrix_results::printable(text).chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            _ => out.push(ch),
-        }
-    }
-    out
-}
-
-pub fn page(title: &str, body: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n{body}\n</body>\n</html>\n",
-        escape(title),
-        escape(title)
-    )
-}
-
-/// A plot with its caption, or the reason it could not be drawn.
-pub fn figure(svg: Result<String, String>, caption: &str) -> String {
-    match svg {
-        Ok(svg) => format!(
-            "<figure>\n{svg}\n<figcaption>{}</figcaption>\n</figure>",
-            escape(caption)
-        ),
-        Err(why) => format!(
-            "<p class=\"note\">Plot not drawn ({}): {}</p>",
-            escape(caption),
-            escape(&why)
-        ),
-    }
-}
-
-/// A cell id that may wrap after its `::` when a table needs the room (and only then:
-/// the browser breaks at `<wbr>` only where a line would not fit).
-fn breakable(id: &str) -> String {
-    escape(id).replace("::", "::<wbr>")
-}
-
-/// A table of already formatted text; cells are escaped here.
-pub fn table(header: &[String], rows: &[Vec<String>]) -> String {
-    let mut html = String::from("<table>\n<tr>");
-    for h in header {
-        let _ = write!(html, "<th>{}</th>", escape(h));
-    }
-    html.push_str("</tr>\n");
-    for row in rows {
-        html.push_str("<tr>");
-        for (i, cell) in row.iter().enumerate() {
-            let text = match i {
-                0 => breakable(cell),
-                _ => escape(cell),
-            };
-            let _ = write!(html, "<td>{text}</td>");
-        }
-        html.push_str("</tr>\n");
-    }
-    html.push_str("</table>");
-    html
-}
 
 /// One row per cell: its percentiles, rates, baseline and verdicts. Informational
 /// verdicts are in italics (the legend says so).
@@ -110,7 +31,7 @@ fn cell_table(rows: &[Row]) -> String {
             _ => "",
         };
         let (instructions, instruction_verdict, regressed) =
-            crate::model::instruction_columns(cell);
+            super::model::instruction_columns(cell);
         let instruction_class = match &cell.instructions {
             _ if regressed => "regressed",
             Some(i) if !i.gating => "informs",
@@ -248,7 +169,7 @@ pub fn html(report: &LegReport) -> String {
         .into_iter()
         .filter(|k| report.results.iter().any(|r| r.cell.kind() == *k))
         .collect();
-    let floors = crate::model::floor_rows(report);
+    let floors = super::model::floor_rows(report);
     let groups = note_groups(report);
     let mut body = String::new();
     let (cells, against) = headline(report);
@@ -259,7 +180,7 @@ pub fn html(report: &LegReport) -> String {
         escape(&against)
     );
     // What fails the run, on the first screen, before anything that only informs.
-    let failing = crate::changes::gating_lines(&changes);
+    let failing = super::changes::gating_lines(&changes);
     if !failing.is_empty() {
         let _ = writeln!(
             body,
@@ -306,7 +227,7 @@ pub fn html(report: &LegReport) -> String {
     if !floors.is_empty() {
         body.push_str("<li><a href=\"#floors\">Next to the machine's floor</a></li>\n");
     }
-    if crate::stacks::stacks(report).len() > 1 {
+    if super::stacks::stacks(report).len() > 1 {
         body.push_str("<li><a href=\"#stacks\">IPC stacks side by side</a></li>\n");
     }
     for kind in &kinds {
@@ -389,7 +310,7 @@ pub fn html(report: &LegReport) -> String {
 
     if !floors.is_empty() {
         body.push_str("<h2 id=\"floors\">Next to the machine's floor</h2>\n");
-        let _ = writeln!(body, "<p>{}</p>", escape(crate::model::FLOORS_EXPLAINED));
+        let _ = writeln!(body, "<p>{}</p>", escape(super::model::FLOORS_EXPLAINED));
         let rows: Vec<Vec<String>> = floors
             .iter()
             .map(|(result, floor)| {
@@ -414,7 +335,7 @@ pub fn html(report: &LegReport) -> String {
         ));
         for note in floors
             .iter()
-            .filter_map(|(r, f)| crate::model::below_floor(r, f))
+            .filter_map(|(r, f)| super::model::below_floor(r, f))
         {
             let _ = writeln!(body, "<p class=\"note\">{}</p>", escape(&note));
         }
@@ -474,7 +395,7 @@ pub fn html(report: &LegReport) -> String {
             escape(&env.build_profile),
             escape(&env.opt_level),
             escape(&env.rustc),
-            crate::markdown::probe_range(report),
+            super::model::probe_range(report),
         );
     }
     let _ = writeln!(
@@ -600,7 +521,7 @@ fn kind_section(report: &LegReport, kind: ScenarioKind, seed: &[SeedTable]) -> S
 
 /// The codec cells' stages and the chart comparing codecs per transport and payload.
 fn codec_section(report: &LegReport) -> String {
-    let codec_cells = crate::model::codec_results(report);
+    let codec_cells = super::model::codec_results(report);
     let dash = || "-".to_string();
     let rows: Vec<Vec<String>> = codec_cells
         .iter()
@@ -677,7 +598,7 @@ fn codec_section(report: &LegReport) -> String {
         })
         .collect();
     html.push_str(&figure(
-        plots::grouped_bars(
+        charts::grouped_bars(
             "Sensor frame round trip by codec",
             "p50 round trip (log scale)",
             &labels,
@@ -692,11 +613,11 @@ fn codec_section(report: &LegReport) -> String {
 /// Every request/reply cell of the stack payload, fastest first, as a table and a chart
 /// of its median next to its floor's.
 fn stacks_section(report: &LegReport) -> String {
-    let stacks = crate::stacks::stacks(report);
+    let stacks = super::stacks::stacks(report);
     if stacks.len() < 2 {
         return String::new();
     }
-    let payload = bytes(crate::stacks::STACK_PAYLOAD);
+    let payload = bytes(super::stacks::STACK_PAYLOAD);
     let mut html = format!(
         "<h2 id=\"stacks\">IPC stacks side by side at {payload}</h2>\n<p>Every request/reply cell of {payload}, fastest first: our shared-memory ring, the sockets and pipes, and the stacks on top of them, each next to the floor measured for it.</p>\n"
     );
@@ -725,7 +646,7 @@ fn stacks_section(report: &LegReport) -> String {
         .collect();
     html.push_str(&format!(
         "<p>{}</p>\n",
-        escape(crate::stacks::STACKS_EXPLAINED)
+        escape(super::stacks::STACKS_EXPLAINED)
     ));
     html.push_str(&table(
         &[
@@ -743,7 +664,7 @@ fn stacks_section(report: &LegReport) -> String {
     ));
     let labels: Vec<String> = stacks.iter().map(|s| s.name.clone()).collect();
     let series = vec![
-        plots::Series {
+        charts::Series {
             name: "median round trip".into(),
             color: 0,
             values: stacks
@@ -751,7 +672,7 @@ fn stacks_section(report: &LegReport) -> String {
                 .map(|s| s.result.latency_ns.map(|l| l.p50 as f64))
                 .collect(),
         },
-        plots::Series {
+        charts::Series {
             name: "its floor".into(),
             color: 1,
             values: stacks
@@ -759,7 +680,7 @@ fn stacks_section(report: &LegReport) -> String {
                 .map(|s| s.result.floor.map(|f| f.p50_ns as f64))
                 .collect(),
         },
-        plots::Series {
+        charts::Series {
             name: "its own benchmark setup".into(),
             color: 2,
             values: stacks
@@ -769,10 +690,10 @@ fn stacks_section(report: &LegReport) -> String {
         },
     ];
     html.push_str(&figure(
-        plots::series_bars(
+        charts::series_bars(
             &format!("IPC stacks at {payload}: median round trip and floor"),
             &labels,
-            &[plots::Panel {
+            &[charts::Panel {
                 x_desc: "round trip (log scale)".into(),
                 series,
             }],

@@ -2,7 +2,7 @@
 //! source experiments' small message), whatever carries it (our shared-memory ring, the
 //! sockets, a pipe, Cap'n Proto RPC, ZeroMQ, ...), fastest first, each next to its floor.
 
-use crate::model::LegReport;
+use super::model::LegReport;
 use ipc_matrix_results::CellResult;
 use ipc_matrix_spec::{Cell, ScenarioKind};
 
@@ -86,33 +86,6 @@ mod tests {
                 "tcp, second host (netns, MTU 9000)",
                 "tcp"
             ]
-        );
-    }
-
-    /// A user's stack, read from results by a process that never registered it, is a
-    /// stack of its own name on the page, next to its floor, as ours are.
-    #[test]
-    fn a_users_stack_read_from_results_stands_by_its_own_name() {
-        let mut cells = quick_cells(
-            "  - { name: echo, kind: echo, transports: [tcp, local], payloads: [200B], iterations: 10, timeout: 1s }\n",
-        );
-        cells[1].transport = ipc_matrix_spec::TransportKind::named("their-ring").unwrap();
-        cells[1].id = "echo::their-ring::200B".into();
-        let env = environment("native", "cpu");
-        let results: Vec<CellResult> = cells
-            .iter()
-            .zip([3_000u64, 1_000])
-            .map(|(cell, ns)| passed(cell, &env, vec![ns; 10]))
-            .map(|r| serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap())
-            .collect();
-        assert_eq!(results[1].cell.transport.as_str(), "their-ring");
-        let report = LegReport::new(results, None, RegressionPolicy::default(), 0);
-        let names: Vec<String> = stacks(&report).into_iter().map(|s| s.name).collect();
-        assert_eq!(names, ["their-ring", "tcp"]);
-        let page = crate::markdown::markdown(&report);
-        assert!(
-            page.contains("| their-ring | `echo::their-ring::200B` |"),
-            "{page}"
         );
     }
 }

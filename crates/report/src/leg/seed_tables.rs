@@ -2,7 +2,7 @@
 //! request/reply rates (seeds 000 and 001), UDP under load (004) and logging (002). Built
 //! once as text and rendered by both report formats.
 
-use crate::model::LegReport;
+use super::model::LegReport;
 use crate::units::nanos;
 use ipc_matrix_results::CellResult;
 use ipc_matrix_spec::{LoadShape, ScenarioKind, Work};

@@ -2,7 +2,7 @@
 //! improvements, then everything else (folded by both report formats). Notes that repeat
 //! across cells are grouped, so nineteen "the machine changed" lines read as one.
 
-use crate::model::LegReport;
+use super::model::LegReport;
 use ipc_matrix_baseline::{CellVerdict, Verdict};
 use ipc_matrix_results::CellResult;
 
