@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The worked examples of a user's own stack as their users have them, each copied outside
 # this repository: examples/rust-stack, depending on this checkout by path, then its
-# nextest door (its cells and the matrix's fault trials over its stack) and its own fault
-# test; examples/c-stack, a shared library built against this checkout's header, then
+# nextest door (its cells and the matrix's fault trials over its stack), the conformance
+# suite against its stack and its own fault test; examples/c-stack, a shared library built against this checkout's header, then
 # its cells and its fault through `ipc-matrix run`.
 # Builds into this checkout's target folder (what the suite compiled is reused); its
 # results go to the copy's own folder, apart from this repository's.

@@ -1,13 +1,16 @@
 //! A user's stack in a binary of their own: what a crate outside this workspace needs to
 //! implement a transport ([`Stack`], [`Channel`], [`Loans`]) and the entry points that
-//! register it, [`main!`](crate::main) for its CLI and [`test_main!`](crate::test_main)
-//! for its nextest door, in the manner of `criterion_main!`.
+//! register it, [`main!`](crate::main) for its CLI, [`test_main!`](crate::test_main) for
+//! its nextest door and [`conformance_main!`](crate::conformance_main) for the transport
+//! conformance suite, in the manner of `criterion_main!`.
 //!
 //! ```ignore
 //! // src/main.rs: the same CLI as `ipc-matrix`, with the stack in it.
 //! ipc_matrix::main!(my_stack::UnixDatagram);
 //! // tests/cells.rs, a `[[test]]` with `harness = false`: one test per cell.
 //! ipc_matrix::test_main!(my_stack::UnixDatagram);
+//! // tests/conformance.rs, `harness = false`: the `Channel` contract's checks.
+//! ipc_matrix::conformance_main!(my_stack::UnixDatagram);
 //! ```
 
 pub use ipc_matrix_scenario::CountedHeap;
@@ -28,6 +31,32 @@ pub fn register_or_exit(stacks: Vec<&'static dyn Stack>) {
             std::process::exit(i32::from(crate::exit_code::USAGE));
         }
     }
+}
+
+/// Registers each of `stacks` as [`register_or_exit`] does, then runs the transport
+/// conformance suite (`ipc_matrix_transport::conformance`, the checks every built-in
+/// transport passes) against each: one test `<stack>::<check>` per check that applies,
+/// its peer this binary started again. Never returns.
+pub fn conformance(stacks: Vec<&'static dyn Stack>) -> ! {
+    use ipc_matrix_transport::conformance;
+    let mut subjects = Vec::new();
+    for stack in stacks {
+        let name = match ipc_matrix_transport::register_stack(stack) {
+            Ok(name) => name,
+            Err(why) => {
+                eprintln!("error: {why}");
+                std::process::exit(i32::from(crate::exit_code::USAGE));
+            }
+        };
+        match conformance::stack_subjects(name) {
+            Ok(more) => subjects.extend(more),
+            Err(why) => {
+                eprintln!("error: {why}");
+                std::process::exit(i32::from(crate::exit_code::USAGE));
+            }
+        }
+    }
+    conformance::main(subjects)
 }
 
 /// The CLI of a user's binary (`ipc-matrix run`, `report`, `baseline accept`, ...) with
@@ -71,6 +100,23 @@ macro_rules! test_main {
                 ::std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
                 $crate::door::faults::registered_stacks_fault_trials(),
             )
+        }
+    };
+}
+
+/// The transport conformance suite of a user's test target (`harness = false`) for their
+/// stacks: the checks of the `Channel` contract every built-in transport passes (sizes,
+/// ordering, deadlines, a dead peer, oversized messages, the loaned path where it has
+/// one), one test `<stack>::<check>` each, against a peer in a process of its own. Each
+/// argument is a value of a type implementing [`Stack`].
+#[macro_export]
+macro_rules! conformance_main {
+    ($($stack:expr),* $(,)?) => {
+        fn main() {
+            $crate::stack_entry::conformance(::std::vec![
+                $(::std::boxed::Box::leak(::std::boxed::Box::new($stack))
+                    as &'static dyn $crate::stack_entry::Stack),*
+            ]);
         }
     };
 }

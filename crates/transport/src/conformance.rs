@@ -11,7 +11,7 @@ mod checks;
 mod peer;
 mod support;
 
-pub use checks::{subjects, Subject};
+pub use checks::{stack_subjects, subjects, Subject};
 
 use libtest_mimic::{Arguments, Trial};
 

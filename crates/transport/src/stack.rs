@@ -27,6 +27,12 @@ pub trait Stack: Send + Sync + 'static {
     /// What the matrix needs to know of it: wake modes, message paths, its floor.
     fn traits(&self) -> StackTraits;
 
+    /// The largest message it carries, where it has a limit of its own (a datagram's, a
+    /// ring's): the conformance suite checks messages up to it and no larger.
+    fn max_message(&self) -> Option<usize> {
+        None
+    }
+
     /// Opens the measuring side, for messages of up to `options.max_message` bytes (and
     /// in `options.wake`, when its traits say it has wake modes).
     fn listen(&self, options: &ListenOptions) -> Result<Box<dyn StackAcceptor>, TransportError>;
@@ -120,6 +126,12 @@ pub(crate) fn library_of(name: StackName) -> Option<Library> {
         .iter()
         .find(|e| e.name == name)
         .and_then(|e| e.library.clone())
+}
+
+/// The largest message the registered stack `name` carries, where it says
+/// ([`Stack::max_message`]).
+pub(crate) fn max_message_of(name: StackName) -> Result<Option<usize>, TransportError> {
+    registered(name).map(|stack| stack.max_message())
 }
 
 /// The registered stack of `name`.

@@ -39,6 +39,11 @@ impl Stack for UnixDatagramStack {
         StackTraits::copying(ChannelKind::Local)
     }
 
+    /// One datagram each.
+    fn max_message(&self) -> Option<usize> {
+        Some(MAX_MESSAGE)
+    }
+
     fn listen(&self, options: &ListenOptions) -> Result<Box<dyn StackAcceptor>, TransportError> {
         if options.max_message > MAX_MESSAGE {
             return Err(TransportError::Stack(format!(
@@ -160,6 +165,28 @@ impl DatagramChannel {
     }
 }
 
+impl DatagramChannel {
+    /// The length of the next datagram, waiting for one as a receive does; it stays on
+    /// the socket.
+    fn next_length(&self) -> std::io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a zero-length receive into no memory; MSG_TRUNC makes it return the
+        // datagram's whole length, MSG_PEEK leaves the datagram queued.
+        let n = unsafe {
+            libc::recv(
+                self.socket.as_raw_fd(),
+                std::ptr::null_mut(),
+                0,
+                libc::MSG_PEEK | libc::MSG_TRUNC,
+            )
+        };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(n as usize)
+    }
+}
+
 fn is_wait(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
@@ -216,9 +243,15 @@ impl Channel for DatagramChannel {
         limit: usize,
         deadline: Instant,
     ) -> Result<(), TransportError> {
-        // One byte more than the limit: a longer datagram shows as filling it.
+        // One byte more than the limit: a longer datagram shows as filling it. A buffer
+        // without that room yet is not grown before the datagram's length is known, so
+        // that a datagram over the limit is refused with nothing allocated for it.
+        let room = limit.min(MAX_MESSAGE) + 1;
+        let peek_first = buf.capacity() < room;
         buf.clear();
-        buf.resize(limit.min(MAX_MESSAGE) + 1, 0);
+        if !peek_first {
+            buf.resize(room, 0);
+        }
         loop {
             let slice = self.slice(deadline, "message")?;
             self.socket
@@ -227,6 +260,26 @@ impl Channel for DatagramChannel {
                     context: "udgram receive timeout",
                     source,
                 })?;
+            if peek_first {
+                match self.next_length() {
+                    Ok(n) if n > limit => {
+                        // Taken off the socket, as a refused datagram is.
+                        let _ = self.socket.recv(&mut [0u8; 1]);
+                        return Err(TransportError::TooLarge {
+                            announced: n as u64,
+                            limit,
+                        });
+                    }
+                    Ok(n) => buf.resize(n + 1, 0),
+                    Err(e) if is_wait(&e) => continue,
+                    Err(source) => {
+                        return Err(TransportError::Io {
+                            context: "udgram receive",
+                            source,
+                        })
+                    }
+                }
+            }
             match self.socket.recv(buf) {
                 Ok(n) if n > limit => {
                     buf.clear();

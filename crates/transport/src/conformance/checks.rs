@@ -10,23 +10,38 @@ use super::peer::{
     CHUNKED, CHUNKED_SEED, LATE_BY, LIE_ANNOUNCED, LIE_LIMIT, LIE_SEED, ORDERED, SLOT,
 };
 use super::support::{
-    bytes, compare, index_of, limit_of, ordered, HandMadeSegment, Peer, EXCHANGE_LIMIT, OP, PROMPT,
-    SETUP,
+    bytes, compare, exchange_limit_of, index_of, limit_of, ordered, HandMadeSegment, Peer,
+    EXCHANGE_LIMIT, LIMIT, OP, PROMPT, SETUP,
 };
 use crate::address::PeerAddress;
 use crate::contract::{Channel, ListenOptions};
 use crate::error::TransportError;
 use crate::open::listen;
-use ipc_matrix_spec::{ChannelKind, WakeMode};
+use ipc_matrix_spec::{ChannelKind, MessagePath, StackName, WakeMode};
 use std::time::{Duration, Instant};
 
+/// One transport in one wake mode, and the largest messages it is checked with.
 #[derive(Debug, Clone, Copy)]
 pub struct Subject {
     pub kind: ChannelKind,
     pub wake: Option<WakeMode>,
+    /// The largest message of most checks.
+    limit: usize,
+    /// The largest message of the exchange checks.
+    exchange_limit: usize,
 }
 
 impl Subject {
+    /// A built-in transport, checked up to its limits (`support::limit_of`).
+    fn built_in(kind: ChannelKind, wake: Option<WakeMode>) -> Self {
+        Self {
+            kind,
+            wake,
+            limit: limit_of(kind),
+            exchange_limit: exchange_limit_of(kind),
+        }
+    }
+
     /// `shm-blocking`, `shm-busy`, or the transport's name.
     pub fn name(self) -> String {
         match self.wake {
@@ -41,27 +56,62 @@ impl Subject {
     }
 
     fn limit(self) -> usize {
-        limit_of(self.kind)
+        self.limit
+    }
+
+    /// A user's stack ([`crate::Stack`]), whose framing, if any, is its own.
+    fn is_stack(self) -> bool {
+        matches!(self.kind, ChannelKind::Stack(_))
+    }
+
+    /// A byte stream that this crate frames, which a peer can lie on by writing frames by
+    /// hand.
+    fn framed_here(self) -> bool {
+        self.kind.is_byte_stream() && !self.is_stack()
     }
 }
 
-/// Every transport and wake mode the contract is checked for: every channel, those that
-/// have wake modes (shared memory) in each of them.
+/// Every built-in transport and wake mode the contract is checked for: every channel,
+/// those that have wake modes (shared memory) in each of them.
 pub fn subjects() -> Vec<Subject> {
     let mut subjects = Vec::new();
     for kind in ChannelKind::ALL {
-        if kind.has_wake_modes() {
-            for wake in [WakeMode::Blocking, WakeMode::BusyPoll] {
-                subjects.push(Subject {
-                    kind,
-                    wake: Some(wake),
-                });
-            }
-        } else {
-            subjects.push(Subject { kind, wake: None });
+        for wake in wake_modes(kind) {
+            subjects.push(Subject::built_in(kind, wake));
         }
     }
     subjects
+}
+
+/// The subjects of the registered stack `name`: one per wake mode where it has them,
+/// checked with messages up to its [`crate::Stack::max_message`] (at most the built-in
+/// transports' limits).
+pub fn stack_subjects(name: StackName) -> Result<Vec<Subject>, TransportError> {
+    let kind = ChannelKind::Stack(name);
+    let max = crate::stack::max_message_of(name)?.unwrap_or(usize::MAX);
+    if max <= LIE_LIMIT {
+        return Err(TransportError::Stack(format!(
+            "stack `{name}` carries messages of at most {max} bytes; the conformance suite needs more than {LIE_LIMIT}"
+        )));
+    }
+    Ok(wake_modes(kind)
+        .into_iter()
+        .map(|wake| Subject {
+            kind,
+            wake,
+            limit: LIMIT.min(max),
+            exchange_limit: EXCHANGE_LIMIT.min(max),
+        })
+        .collect())
+}
+
+/// Each wake mode of `kind`, or none.
+fn wake_modes(kind: ChannelKind) -> Vec<Option<WakeMode>> {
+    if kind.has_wake_modes() {
+        vec![Some(WakeMode::Blocking), Some(WakeMode::BusyPoll)]
+    } else {
+        vec![None]
+    }
 }
 
 pub struct Check {
@@ -83,6 +133,11 @@ fn not_datagrams(subject: Subject) -> bool {
     !subject.lossy()
 }
 
+/// Transports that carry the chunk-boundary check's largest message (four slots).
+fn carries_four_slots(subject: Subject) -> bool {
+    !subject.lossy() && subject.limit() >= CHUNKED[CHUNKED.len() - 1]
+}
+
 pub const CHECKS: &[Check] = &[
     Check {
         name: "sizes",
@@ -91,7 +146,7 @@ pub const CHECKS: &[Check] = &[
     },
     Check {
         name: "chunk-boundaries",
-        applies: not_datagrams,
+        applies: carries_four_slots,
         run: chunk_boundaries,
     },
     Check {
@@ -156,9 +211,10 @@ pub const CHECKS: &[Check] = &[
     },
 ];
 
-/// The transports that offer the loaned path ([`crate::Loans`]).
+/// The transports that list the loaned path ([`crate::Loans`]) among their message
+/// paths.
 fn has_loans(subject: Subject) -> bool {
-    matches!(subject.kind, ChannelKind::Shm | ChannelKind::Iceoryx2)
+    subject.kind.message_paths().contains(&MessagePath::Loaned)
 }
 
 /// The measuring side of a channel of `subject` to a new peer playing `role`.
@@ -182,7 +238,7 @@ fn open_for(
         },
     )
     .map_err(|e| format!("listening: {e}"))?;
-    let mut peer = Peer::spawn(role, &acceptor.address())?;
+    let mut peer = Peer::spawn(role, &acceptor.address(), max_message)?;
     match acceptor.accept(peer.pid(), Instant::now() + SETUP) {
         Ok(channel) => Ok((channel, peer)),
         Err(e) => Err(format!(
@@ -287,8 +343,9 @@ fn sizes(subject: Subject) -> Result<(), String> {
 fn chunk_boundaries(subject: Subject) -> Result<(), String> {
     let (mut channel, mut peer) = open(subject, "chunks")?;
     // Shared memory says it cuts messages into slots; streams cut where the kernel does.
+    // A user's stack cuts where it does.
     let chunk = (subject.kind == ChannelKind::Shm).then_some(SLOT);
-    if channel.chunk_size() != chunk {
+    if !subject.is_stack() && channel.chunk_size() != chunk {
         return Err(format!(
             "the channel's chunk size is {:?}, not {chunk:?}",
             channel.chunk_size()
@@ -328,15 +385,18 @@ fn chunk_boundaries(subject: Subject) -> Result<(), String> {
 /// defaults (send then recv; recv then send). UDP: not checked, a datagram's reply may be
 /// lost (the defaults are the same as a stream's).
 fn exchange_echo(subject: Subject) -> Result<(), String> {
-    let (mut channel, mut peer) = open_for(subject, "echoer", EXCHANGE_LIMIT)?;
+    let exchange_limit = subject.exchange_limit;
+    let (mut channel, mut peer) = open_for(subject, "echoer", exchange_limit)?;
     let mut sizes = sizes_for(subject.limit());
     sizes.retain(|&len| len > 0);
-    sizes.push(EXCHANGE_LIMIT);
+    if !sizes.contains(&exchange_limit) {
+        sizes.push(exchange_limit);
+    }
     let mut reply = Vec::new();
     for (i, &len) in sizes.iter().enumerate() {
         let request = bytes(0xec40_0000 + i as u64, len);
         channel
-            .exchange(&request, &mut reply, EXCHANGE_LIMIT, Instant::now() + OP)
+            .exchange(&request, &mut reply, exchange_limit, Instant::now() + OP)
             .map_err(|e| format!("exchanging the {len}-byte message: {e}"))
             .map_err(with_stderr(&mut peer))?;
         compare(
@@ -346,7 +406,7 @@ fn exchange_echo(subject: Subject) -> Result<(), String> {
         )?;
     }
     channel
-        .exchange(&[], &mut reply, EXCHANGE_LIMIT, Instant::now() + OP)
+        .exchange(&[], &mut reply, exchange_limit, Instant::now() + OP)
         .map_err(|e| format!("the goodbye: {e}"))
         .map_err(with_stderr(&mut peer))?;
     if !reply.is_empty() {
@@ -354,7 +414,7 @@ fn exchange_echo(subject: Subject) -> Result<(), String> {
     }
     exits_cleanly_on_the_goodbye(&mut peer, "the peer")?;
     let after = Instant::now() + Duration::from_millis(100);
-    match channel.recv(&mut reply, EXCHANGE_LIMIT, after) {
+    match channel.recv(&mut reply, exchange_limit, after) {
         Ok(()) => Err(format!(
             "a {}-byte message after the goodbye: it was sent back",
             reply.len()
@@ -368,24 +428,29 @@ fn exchange_echo(subject: Subject) -> Result<(), String> {
 /// reply chunks while it sends, which only a peer that echoes as it receives makes safe:
 /// with this one it must not hang, but fail with a Timeout at its deadline once the
 /// request's slots are full and no reply chunk comes. Every other transport sends the
-/// whole request, then receives (the default), and gets its reply.
+/// whole request, then receives (the default), and gets its reply. A user's stack may do
+/// either: its reply must be the request, or its exchange a Timeout at the deadline.
 fn exchange_with_a_late_peer(subject: Subject) -> Result<(), String> {
-    let (mut channel, mut peer) = open_for(subject, "late-echo", EXCHANGE_LIMIT)?;
-    let request = bytes(0x1a7e, EXCHANGE_LIMIT);
+    let limit = subject.exchange_limit;
+    let (mut channel, mut peer) = open_for(subject, "late-echo", limit)?;
+    let request = bytes(0x1a7e, limit);
     let mut reply = Vec::new();
-    if subject.kind != ChannelKind::Shm {
+    if subject.kind != ChannelKind::Shm && !subject.is_stack() {
         channel
-            .exchange(&request, &mut reply, EXCHANGE_LIMIT, Instant::now() + OP)
+            .exchange(&request, &mut reply, limit, Instant::now() + OP)
             .map_err(|e| format!("exchanging with the late peer: {e}"))
             .map_err(with_stderr(&mut peer))?;
         return compare("the late peer's reply", &request, &reply);
     }
     let wait = LATE_BY * 3;
     let start = Instant::now();
-    let result = channel.exchange(&request, &mut reply, EXCHANGE_LIMIT, start + wait);
+    let result = channel.exchange(&request, &mut reply, limit, start + wait);
     let took = start.elapsed();
     match result {
         Err(TransportError::Timeout { .. }) if took >= wait && took < wait + PROMPT => Ok(()),
+        Ok(()) if subject.is_stack() && took < wait + PROMPT => {
+            compare("the late peer's reply", &request, &reply)
+        }
         other => Err(format!(
             "expected a Timeout at the deadline, {wait:?} away; got {other:?} after {took:?}"
         ))
@@ -510,8 +575,8 @@ fn send_deadline(subject: Subject) -> Result<(), String> {
         }
         return Ok(());
     }
-    let message = bytes(0xf111, 256 << 10);
-    for i in 0..1024 {
+    let message = bytes(0xf111, subject.limit().min(256 << 10));
+    for i in 0..(256 << 20) / message.len() {
         let start = Instant::now();
         let result = channel.send(&message, start + wait);
         let took = start.elapsed();
@@ -569,7 +634,7 @@ fn peer_death(subject: Subject) -> Result<(), String> {
                 "a receive after the peer's death: {result:?} after {took:?}"
             ));
         }
-        let message = bytes(0xdead, 64 << 10);
+        let message = bytes(0xdead, subject.limit().min(64 << 10));
         let sending = Instant::now();
         loop {
             let result = channel.send(&message, Instant::now() + OP);
@@ -612,7 +677,7 @@ fn oversized_refused(subject: Subject) -> Result<(), String> {
     )?;
     // A stream reports the length its header announced; a message transport, the
     // length of the message it refused.
-    let expected = if subject.kind.is_byte_stream() {
+    let expected = if subject.framed_here() {
         LIE_ANNOUNCED
     } else {
         LIE_LIMIT as u64 + 1
@@ -662,7 +727,7 @@ fn hostile_header_refused(subject: Subject) -> Result<(), String> {
             os_id: segment.os_id.clone(),
             wake: subject.wake.unwrap_or(WakeMode::Blocking),
         };
-        let mut peer = Peer::spawn("attach", &address)?;
+        let mut peer = Peer::spawn("attach", &address, subject.limit())?;
         let status = peer.wait_exit(SETUP);
         let stderr = peer.finish();
         use std::os::unix::process::ExitStatusExt;

@@ -3,8 +3,7 @@
 //! PEER_IDLE), and dies with its parent.
 
 use super::support::{
-    bytes, compare, exchange_limit_of, limit_of, ordered, PEER_ADDRESS_ENV, PEER_IDLE,
-    PEER_PARENT_ENV, SETUP,
+    bytes, compare, ordered, PEER_ADDRESS_ENV, PEER_IDLE, PEER_LIMIT_ENV, PEER_PARENT_ENV, SETUP,
 };
 use crate::address::PeerAddress;
 use crate::contract::Channel;
@@ -66,11 +65,13 @@ fn run(role: &str) -> Result<(), String> {
         &std::env::var(PEER_ADDRESS_ENV).map_err(|_| "no address in the environment")?,
     )
     .map_err(|e| format!("reading the address: {e}"))?;
-    let limit = match role {
-        "echoer" | "late-echo" => exchange_limit_of(address.channel()),
-        _ => limit_of(address.channel()),
-    };
-    if role == "liar" && address.channel().is_byte_stream() {
+    let limit: usize = std::env::var(PEER_LIMIT_ENV)
+        .ok()
+        .and_then(|l| l.parse().ok())
+        .ok_or("no message limit in the environment")?;
+    let framed_here =
+        address.channel().is_byte_stream() && !matches!(address, PeerAddress::Stack { .. });
+    if role == "liar" && framed_here {
         return lie_on_the_wire(&address);
     }
     let mut channel = connect(&address, Instant::now() + SETUP).map_err(|e| e.to_string())?;

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 pub const PEER_ROLE_ENV: &str = "IPC_MATRIX_CONFORMANCE_PEER";
 /// Set in the peer's environment: the channel's address, as JSON.
 pub const PEER_ADDRESS_ENV: &str = "IPC_MATRIX_CONFORMANCE_ADDRESS";
+/// Set in the peer's environment: the largest message it receives.
+pub const PEER_LIMIT_ENV: &str = "IPC_MATRIX_CONFORMANCE_LIMIT";
 /// Set in the peer's environment: the process that started it.
 pub const PEER_PARENT_ENV: &str = "IPC_MATRIX_CONFORMANCE_PARENT";
 /// A command prefix to start the peer with (QEMU user mode; set by `scripts/qemu-run`).
@@ -120,7 +122,7 @@ pub struct Peer {
 }
 
 impl Peer {
-    pub fn spawn(role: &str, address: &PeerAddress) -> Result<Self, String> {
+    pub fn spawn(role: &str, address: &PeerAddress, limit: usize) -> Result<Self, String> {
         let program = std::env::current_exe().map_err(|e| format!("finding this binary: {e}"))?;
         let runner: Vec<String> = std::env::var(PEER_RUNNER_ENV)
             .unwrap_or_default()
@@ -158,6 +160,7 @@ impl Peer {
         let mut child = command
             .env(PEER_ROLE_ENV, role)
             .env(PEER_ADDRESS_ENV, json)
+            .env(PEER_LIMIT_ENV, limit.to_string())
             .env(PEER_PARENT_ENV, std::process::id().to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
