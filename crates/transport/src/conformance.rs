@@ -6,12 +6,20 @@
 //!
 //! Public, so that a test target (`harness = false`) runs the same checks as this crate's
 //! own suite: [`main`] with the subjects to check.
+//!
+//! Layers, each module using only those below it: `support` (message bytes, comparison,
+//! the peer process); `peer` (the peer's roles); `subject` (what is checked, and opening
+//! its channel); `checks` and `loaned` (the copying and the loaned path's checks);
+//! `table` (which checks apply to which subjects); this file.
 
 mod checks;
+mod loaned;
 mod peer;
+mod subject;
 mod support;
+mod table;
 
-pub use checks::{stack_subjects, subjects, Subject};
+pub use subject::{stack_subjects, subjects, Subject};
 
 use libtest_mimic::{Arguments, Trial};
 
@@ -26,7 +34,7 @@ pub fn main(subjects: Vec<Subject>) -> ! {
     let args = Arguments::from_args();
     let mut trials = Vec::new();
     for subject in subjects {
-        for check in checks::CHECKS.iter().filter(|c| (c.applies)(subject)) {
+        for check in table::CHECKS.iter().filter(|c| (c.applies)(subject)) {
             let run = check.run;
             trials.push(Trial::test(
                 format!("{}::{}", subject.name(), check.name),
