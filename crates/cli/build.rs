@@ -1,4 +1,5 @@
-//! Records the commit this binary was built from (`IPC_MATRIX_SOURCE_COMMIT`), read from
+//! Records the commit this binary was built from (`IPCM_BUILT_FROM_COMMIT`: not under
+//! `IPC_MATRIX_`, whose names are the variables the binary reads), read from
 //! `.git` itself, no `git` process: `ipc-matrix init` pins the workflow it writes to it.
 //! A build outside a checkout (a crate from a registry) records none.
 
@@ -23,7 +24,7 @@ fn main() {
         Err(_) => git,
     };
     if let Some(commit) = head(&git) {
-        println!("cargo:rustc-env=IPC_MATRIX_SOURCE_COMMIT={commit}");
+        println!("cargo:rustc-env=IPCM_BUILT_FROM_COMMIT={commit}");
     }
 }
 

@@ -18,7 +18,7 @@ const BASELINES_README: &str = include_str!("init/baselines.md");
 pub const SOURCE_REPOSITORY: &str = env!("CARGO_PKG_REPOSITORY");
 
 /// The commit this binary was built from (`build.rs`), if it was built in a checkout.
-pub const SOURCE_COMMIT: Option<&str> = option_env!("IPC_MATRIX_SOURCE_COMMIT");
+pub const SOURCE_COMMIT: Option<&str> = option_env!("IPCM_BUILT_FROM_COMMIT");
 
 /// The files `init` writes, relative to the folder it writes into.
 pub const WRITTEN: [&str; 3] = [
