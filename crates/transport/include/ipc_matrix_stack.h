@@ -50,7 +50,8 @@
  *   at once, and may be the same memory (an echo in place: the peer then copies
  *   nothing). After commit, whatever it returns, the loan is closed. A loan of 0 bytes
  *   (the goodbye) may give any *room, NULL included; a borrowed message of 0 bytes may
- *   be at NULL.
+ *   be at NULL. ipc-matrix makes no copying send while a loan is open, and no copying
+ *   recv while a message is borrowed (it refuses them itself).
  * - The peer learns nothing but the address: anything its side needs (the longest
  *   message, a segment's size) travels in the address string.
  */

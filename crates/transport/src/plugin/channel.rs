@@ -100,6 +100,13 @@ impl PluginChannel {
 
 impl Channel for PluginChannel {
     fn send(&mut self, message: &[u8], deadline: Instant) -> Result<(), TransportError> {
+        // The library's loan and its send may share room: a copying send over an open
+        // loan is refused, as iceoryx2 refuses it, so that no message is made of both.
+        if self.loan.is_some() {
+            return Err(TransportError::Loan(
+                "a copying send while a loan is open: commit or cancel it first".into(),
+            ));
+        }
         let mut error = ErrorBuf::new();
         // SAFETY: the header's send: the message's bytes, valid for the call.
         let status = unsafe {
@@ -120,6 +127,13 @@ impl Channel for PluginChannel {
         limit: usize,
         deadline: Instant,
     ) -> Result<(), TransportError> {
+        // Likewise a copying receive while a message is borrowed: it could take the
+        // next message, or the borrowed one's place.
+        if self.borrowed.is_some() {
+            return Err(TransportError::Loan(
+                "a copying receive while a message is borrowed: release it first".into(),
+            ));
+        }
         // The room is written over before each receive: a library that says it wrote
         // more than it did shows bytes that match nothing it was sent (never the last
         // reply's, which the caller's buffer held), and no byte read is uninitialised.
