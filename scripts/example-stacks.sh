@@ -2,8 +2,9 @@
 # The worked examples of a user's own stack as their users have them, each copied outside
 # this repository: examples/rust-stack, depending on this checkout by path, then its
 # nextest door (its cells and the matrix's fault trials over its stack), the conformance
-# suite against its stack and its own fault test; examples/c-stack, a shared library built against this checkout's header, then
-# its cells and its fault through `ipc-matrix run`.
+# suite against its stack and its own fault test; examples/c-stack, a shared library
+# built against this checkout's header, then its cells, the conformance suite and its
+# fault through `ipc-matrix`.
 # Builds into this checkout's target folder (what the suite compiled is reused); its
 # results go to the copy's own folder, apart from this repository's.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -34,6 +35,8 @@ say "a user's own C stack, from $c_copy: ipc-matrix run"
 cd "$c_copy"
 ipc_matrix_in_copy() { "${CARGO_TARGET_DIR:-$root/target}/debug/ipc-matrix" "$@"; }
 ipc_matrix_in_copy run --profile quick --out "$c_copy/target/ipc-matrix"
+say "the C stack's conformance: ipc-matrix conformance --max-message 64KiB"
+ipc_matrix_in_copy conformance --max-message 64KiB | tail -n 3
 say "the C stack's fault: its peer corrupts byte 100 of reply 5"
 set +e
 fault="$(SEQPACKET_CORRUPT_REPLY=6 ipc_matrix_in_copy run --profile quick \

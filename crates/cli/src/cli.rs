@@ -9,7 +9,7 @@ mod commands;
 
 use crate::exit_code;
 use crate::term::{Console, MessageFormat, Verbosity};
-use args::{Judging, NoCells, Selection, StoredResults};
+use args::{Judging, NoCells, Selection, StoredResults, Text};
 use clap::builder::styling::{AnsiColor, Effects, Styles};
 use clap::{ColorChoice, CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
@@ -189,6 +189,27 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Run the transport conformance suite (the checks of the Channel contract every
+    /// built-in transport passes: sizes, ordering, deadlines, a dead peer, oversized
+    /// messages, the loaned path) against your stacks: those matrix.yaml's plugins: names
+    /// and those this binary registers. One test <stack>::<check> each; exits 1 if one
+    /// fails.
+    Conformance {
+        /// The matrix file whose plugins to load; default: the nearest matrix.yaml in the
+        /// current folder or above, when there is one.
+        #[arg(long, value_name = "FILE")]
+        matrix: Option<PathBuf>,
+        /// Check only this stack (repeatable); default: every stack there is.
+        #[arg(long = "stack", value_name = "NAME", value_parser = Text)]
+        stacks: Vec<String>,
+        /// The largest message to check with (e.g. 64KiB), for a stack whose limit is
+        /// lower than the suite's (4 MiB) and cannot say so itself (a shared library).
+        #[arg(long, value_name = "SIZE", value_parser = byte_size)]
+        max_message: Option<u64>,
+        /// The test harness's arguments, after `--`: a filter, --exact, --list, ...
+        #[arg(last = true, value_name = "HARNESS_ARGS", value_parser = Text)]
+        harness: Vec<String>,
+    },
     /// Print the legs (targets) of matrix.yaml; with --github, as the JSON job matrix the
     /// GitHub workflow reads with fromJSON.
     Matrix {
@@ -233,6 +254,7 @@ enum BaselineAction {
 /// arguments and runs the command.
 pub fn main() -> ExitCode {
     ipc_matrix_scenario::serve_if_requested();
+    ipc_matrix_transport::conformance::serve_if_requested();
     crate::cell_process::serve_if_requested();
     crate::plugin_probe::serve_if_requested();
     let color = crate::term::color_arg(std::env::args_os());
@@ -299,6 +321,13 @@ fn resolve(command: &mut Command) -> anyhow::Result<()> {
         }
         // It writes the matrix file.
         Command::Init { .. } => Ok(()),
+        // A binary of a user's own may have its stacks without a matrix file.
+        Command::Conformance { matrix, .. } => {
+            if matrix.is_none() {
+                *matrix = crate::project::matrix_file(None).ok();
+            }
+            Ok(())
+        }
     }
 }
 
@@ -312,6 +341,17 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
             rev,
             force,
         } => commands::init::run(&dir, plugin.as_ref(), rev.as_deref(), force),
+        Command::Conformance {
+            matrix,
+            stacks,
+            max_message,
+            harness,
+        } => commands::conformance::run(&commands::conformance::Conformance {
+            matrix: matrix.as_deref(),
+            stacks: &stacks,
+            max_message: max_message.map(|m| usize::try_from(m).unwrap_or(usize::MAX)),
+            harness: &harness,
+        }),
         Command::Matrix { matrix, github } => {
             commands::matrix::run(&matrix.expect("resolved"), github)
         }
@@ -384,4 +424,9 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
             ),
         },
     }
+}
+
+/// A size as matrix.yaml writes one (`200B`, `64KiB`, `1MB`).
+fn byte_size(text: &str) -> Result<u64, String> {
+    ipc_matrix_spec::ByteSize::parse(text).map(|size| size.bytes())
 }

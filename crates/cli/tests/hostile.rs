@@ -120,6 +120,9 @@ fn no_command_panics_on_an_argument_that_is_not_utf8() {
         vec![o("history"), bad],
         vec![o("history"), o("."), o("--out"), bad, o("--leg"), bad],
         vec![o("run"), o("--out"), bad, o("--filter"), bad],
+        vec![o("conformance"), o("--stack"), bad],
+        vec![o("conformance"), o("--matrix"), bad],
+        vec![o("conformance"), o("--"), bad],
     ] {
         let (code, all) = run_bounded(&s, &args);
         assert!(

@@ -261,3 +261,97 @@ fn a_plugin_under_a_built_in_transports_name_is_refused_before_anything_runs() {
     assert!(output.contains("plugins.tcp"), "{output}");
     assert!(!scratch.path("out").exists(), "{output}");
 }
+
+/// Builds the library of `way` (none: the example) into a scratch folder whose matrix
+/// names it, and runs `ipc-matrix conformance` there with `args`.
+fn conformance_with(way: Option<&str>, args: &[&str]) -> (Option<i32>, String) {
+    let name = format!("conformance-{}", way.unwrap_or("good").to_lowercase());
+    let scratch = Scratch::new(&name, &matrix("lib/libseqpacket.so"));
+    std::fs::create_dir_all(scratch.path("lib")).unwrap();
+    let define = way.map(|w| format!("HOSTILE_{w}"));
+    let (source, defines): (PathBuf, Vec<&str>) = match &define {
+        Some(d) => (repo("crates/cli/tests/plugins/hostile.c"), vec![d.as_str()]),
+        None => (repo("examples/c-stack/seqpacket.c"), vec![]),
+    };
+    build_library(&source, &scratch.path("lib/libseqpacket.so"), &defines);
+    let mut all = vec!["conformance"];
+    all.extend_from_slice(args);
+    let out = scratch.command(&all).output().unwrap();
+    (out.status.code(), text(&out))
+}
+
+#[test]
+fn the_conformance_suite_passes_for_the_example_c_stack_in_one_call() {
+    // The example's loans hold 64 KiB, and a SOCK_SEQPACKET message goes whole into the
+    // socket's buffer: its limit is given, as a library cannot say it.
+    let (code, output) = conformance_with(None, &["--max-message", "64KiB"]);
+    assert_eq!(code, Some(0), "{output}");
+    for check in [
+        "seqpacket::sizes",
+        "seqpacket::ordering",
+        "seqpacket::peer-death",
+        "seqpacket::oversized-refused",
+        "seqpacket::loaned-echo",
+        "seqpacket::loans-refuse-misuse",
+    ] {
+        assert!(
+            output
+                .lines()
+                .any(|l| l.starts_with(&format!("test {check} ")) && l.ends_with("... ok")),
+            "{check}: {output}"
+        );
+    }
+}
+
+#[test]
+fn the_conformance_suite_fails_a_stack_that_hands_over_less_than_it_received() {
+    // Its receive says the whole message came, and writes 8 bytes of it.
+    let (code, output) = conformance_with(
+        Some("SHORT_RECV"),
+        &[
+            "--max-message",
+            "64KiB",
+            "--",
+            "--exact",
+            "seqpacket::sizes",
+        ],
+    );
+    assert_eq!(code, Some(1), "{output}");
+    assert!(
+        output
+            .lines()
+            .any(|l| l.starts_with("test seqpacket::sizes ") && l.ends_with("... FAILED")),
+        "{output}"
+    );
+    assert!(
+        output.contains("first difference at byte offset 8"),
+        "{output}"
+    );
+}
+
+#[test]
+fn conformance_names_what_it_cannot_check() {
+    let (code, output) = conformance_with(None, &["--stack", "nothing-here"]);
+    assert_eq!(code, Some(2), "{output}");
+    assert!(
+        output.contains("--stack nothing-here: no such stack; the stacks here are: seqpacket"),
+        "{output}"
+    );
+    let (code, output) = conformance_with(None, &["--max-message", "1000B"]);
+    assert_eq!(code, Some(2), "{output}");
+    assert!(output.contains("at most 1000 bytes"), "{output}");
+    // A matrix without plugins, in a binary that registers no stack: nothing to check.
+    let scratch = Scratch::new(
+        "conformance-nothing",
+        "version: 1
+targets: [{ triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }]
+profiles: { quick: { description: test } }
+scenarios:
+  - { name: echo, kind: echo, transports: [local], payloads: [200B], iterations: 40, warmup: 10, timeout: 2s }
+",
+    );
+    let out = scratch.command(&["conformance"]).output().unwrap();
+    let output = text(&out);
+    assert_eq!(out.status.code(), Some(4), "{output}");
+    assert!(output.contains("no stack to check"), "{output}");
+}

@@ -19,19 +19,33 @@ mod subject;
 mod support;
 mod table;
 
-pub use subject::{stack_subjects, subjects, Subject};
+pub use libtest_mimic::{Arguments, Conclusion};
+pub use subject::{stack_subjects, stack_subjects_up_to, subjects, Subject};
 
-use libtest_mimic::{Arguments, Trial};
+use libtest_mimic::Trial;
 
 /// The suite's entry point, as a test target's `main`: in a peer process (started by a
 /// check), plays its role and exits; otherwise makes one test per subject and check that
 /// applies to it, runs those the arguments select (libtest's, as nextest passes them) and
 /// exits with libtest's status.
 pub fn main(subjects: Vec<Subject>) -> ! {
+    serve_if_requested();
+    run(&Arguments::from_args(), subjects).exit();
+}
+
+/// In a peer process of the suite (started by a check, its role in the environment):
+/// plays that role and exits. Elsewhere returns at once. A binary that runs the suite
+/// ([`run`]) calls it first, before it reads its command line.
+pub fn serve_if_requested() {
     if let Ok(role) = std::env::var(support::PEER_ROLE_ENV) {
         peer::main(&role);
     }
-    let args = Arguments::from_args();
+}
+
+/// Runs the checks that apply to `subjects`, those `args` select, one test
+/// `<subject>::<check>` each; their peers are this binary started again, which must call
+/// [`serve_if_requested`] first.
+pub fn run(args: &Arguments, subjects: Vec<Subject>) -> Conclusion {
     let mut trials = Vec::new();
     for subject in subjects {
         for check in table::CHECKS.iter().filter(|c| (c.applies)(subject)) {
@@ -42,5 +56,5 @@ pub fn main(subjects: Vec<Subject>) -> ! {
             ));
         }
     }
-    libtest_mimic::run(&args, trials).exit();
+    libtest_mimic::run(args, trials)
 }

@@ -55,6 +55,8 @@ pub use plugin::{
     ABI_VERSION as PLUGIN_ABI_VERSION,
 };
 pub use shm::{SHM_CHUNK, SHM_RING_SLOTS};
-pub use stack::{plugin_library, register_stack, registered_plugins, Stack, StackAcceptor};
+pub use stack::{
+    plugin_library, register_stack, registered_plugins, registered_stacks, Stack, StackAcceptor,
+};
 pub use sweep::{remove_stale_artifacts, remove_stale_artifacts_in, Removed};
 pub use wait::is_retry;

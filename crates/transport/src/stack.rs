@@ -105,6 +105,16 @@ pub fn plugin_library(name: StackName) -> Option<PathBuf> {
     library_of(name).filter(|l| l.loaded).map(|l| l.path)
 }
 
+/// Every registered stack, in the order registered.
+pub fn registered_stacks() -> Vec<StackName> {
+    STACKS
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .map(|e| e.name)
+        .collect()
+}
+
 /// Every stack loaded from a shared library: its name and its library.
 pub fn registered_plugins() -> Vec<(String, PathBuf)> {
     STACKS

@@ -2,6 +2,7 @@
 
 pub mod baseline;
 pub mod blocking;
+pub mod conformance;
 pub mod history;
 pub mod init;
 pub mod list;

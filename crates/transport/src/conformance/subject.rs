@@ -77,8 +77,18 @@ pub fn subjects() -> Vec<Subject> {
 /// checked with messages up to its [`crate::Stack::max_message`] (at most the built-in
 /// transports' limits).
 pub fn stack_subjects(name: StackName) -> Result<Vec<Subject>, TransportError> {
+    stack_subjects_up_to(name, None)
+}
+
+/// [`stack_subjects`], with messages of at most `max_message` bytes when given (a stack
+/// in a shared library has no way to say its limit).
+pub fn stack_subjects_up_to(
+    name: StackName,
+    max_message: Option<usize>,
+) -> Result<Vec<Subject>, TransportError> {
     let kind = ChannelKind::Stack(name);
-    let max = crate::stack::max_message_of(name)?.unwrap_or(usize::MAX);
+    let own = crate::stack::max_message_of(name)?.unwrap_or(usize::MAX);
+    let max = max_message.map_or(own, |given| given.min(own));
     if max <= LIE_LIMIT {
         return Err(TransportError::Stack(format!(
             "stack `{name}` carries messages of at most {max} bytes; the conformance suite needs more than {LIE_LIMIT}"
