@@ -29,9 +29,9 @@ trap 'rm -rf "$copy" "$c_copy"' EXIT
 cp -R "$root/examples/c-stack/." "$c_copy/"
 IPC_MATRIX_INCLUDE="$root/crates/transport/include" "$c_copy/build.sh" >/dev/null
 say "a user's own C stack, from $c_copy: ipc-matrix run"
-# Built from the repository (its pinned toolchain: rustup picks a toolchain by the
-# folder cargo starts in, and the copy's has none), then run in the copy.
-(cd "$root" && cargo build --quiet --locked --profile test -p ipc-matrix --bin ipc-matrix)
+# Built from the repository as the suite built it (its pinned toolchain: rustup picks a
+# toolchain by the folder cargo starts in, and the copy's has none), then run in the copy.
+(cd "$root" && cargo test --no-run --quiet --locked --workspace)
 cd "$c_copy"
 ipc_matrix_in_copy() { "${CARGO_TARGET_DIR:-$root/target}/debug/ipc-matrix" "$@"; }
 ipc_matrix_in_copy run --profile quick --out "$c_copy/target/ipc-matrix"

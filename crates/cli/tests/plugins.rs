@@ -355,3 +355,53 @@ scenarios:
     assert_eq!(out.status.code(), Some(4), "{output}");
     assert!(output.contains("no stack to check"), "{output}");
 }
+
+#[test]
+fn the_conformance_suite_fails_a_stack_that_answers_the_measuring_side_itself() {
+    // Every reply is the request, and none reached the peer: the peer says so.
+    let (code, output) = conformance_with(
+        Some("ANSWERS_ITSELF"),
+        &[
+            "--max-message",
+            "64KiB",
+            "--",
+            "--exact",
+            "seqpacket::sizes",
+        ],
+    );
+    assert_eq!(code, Some(1), "{output}");
+    assert!(
+        output.contains("messages reached the peer, their bytes summing to"),
+        "{output}"
+    );
+}
+
+#[test]
+fn conformance_arguments_that_select_nothing_or_cannot_run_are_not_a_pass() {
+    let (code, output) = conformance_with(None, &["--", "--exact", "sizes"]);
+    assert_eq!(code, Some(4), "{output}");
+    assert!(output.contains("selected none of the"), "{output}");
+    let (code, output) = conformance_with(None, &["--", "--test-threads", "0"]);
+    assert_eq!(code, Some(2), "{output}");
+    assert!(output.contains("--test-threads 0"), "{output}");
+    // A stack named twice is checked once.
+    let (code, output) = conformance_with(
+        None,
+        &[
+            "--stack",
+            "seqpacket",
+            "--stack",
+            "seqpacket",
+            "--max-message",
+            "64KiB",
+            "--",
+            "--list",
+        ],
+    );
+    assert_eq!(code, Some(0), "{output}");
+    assert_eq!(
+        output.matches("seqpacket::sizes: test").count(),
+        1,
+        "{output}"
+    );
+}

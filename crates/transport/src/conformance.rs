@@ -23,6 +23,8 @@ pub use libtest_mimic::{Arguments, Conclusion};
 pub use subject::{stack_subjects, stack_subjects_up_to, subjects, Subject};
 
 use libtest_mimic::Trial;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// The suite's entry point, as a test target's `main`: in a peer process (started by a
 /// check), plays its role and exits; otherwise makes one test per subject and check that
@@ -46,15 +48,54 @@ pub fn serve_if_requested() {
 /// `<subject>::<check>` each; their peers are this binary started again, which must call
 /// [`serve_if_requested`] first.
 pub fn run(args: &Arguments, subjects: Vec<Subject>) -> Conclusion {
+    let running = watchdog();
     let mut trials = Vec::new();
     for subject in subjects {
         for check in table::CHECKS.iter().filter(|c| (c.applies)(subject)) {
             let run = check.run;
-            trials.push(Trial::test(
-                format!("{}::{}", subject.name(), check.name),
-                move || run(subject).map_err(Into::into),
-            ));
+            let name = format!("{}::{}", subject.name(), check.name);
+            let running = running.clone();
+            trials.push(Trial::test(name.clone(), move || {
+                let started = (name, Instant::now());
+                lock(&running).push(started.clone());
+                let result = run(subject);
+                lock(&running).retain(|r| *r != started);
+                result.map_err(Into::into)
+            }));
         }
     }
     libtest_mimic::run(args, trials)
+}
+
+/// How long a check may run: every wait of a check has a deadline (set-up's and a few
+/// operations'), so a check still running after this is stuck in a call that did not
+/// keep its deadline. The checks take 2 s at most here, under QEMU too.
+pub const CHECK_LIMIT: Duration = Duration::from_secs(150);
+
+/// The checks running, and when each started.
+type Running = Arc<Mutex<Vec<(String, Instant)>>>;
+
+/// Watches the running checks: one stuck past [`CHECK_LIMIT`] (inside a stack's call,
+/// where no thread can be stopped) ends the run, naming it, with exit status 1.
+fn watchdog() -> Running {
+    let running: Running = Arc::default();
+    let watched = running.clone();
+    std::thread::spawn(move || loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let stuck = lock(&watched)
+            .iter()
+            .find(|(_, started)| started.elapsed() > CHECK_LIMIT)
+            .map(|(name, started)| (name.clone(), started.elapsed()));
+        if let Some((name, took)) = stuck {
+            eprintln!(
+                "error: {name} has run for {took:.0?}, longer than every deadline of a check allows: a call into the stack did not return by its deadline; the run stops here"
+            );
+            std::process::exit(1);
+        }
+    });
+    running
+}
+
+fn lock(running: &Running) -> std::sync::MutexGuard<'_, Vec<(String, Instant)>> {
+    running.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -7,12 +7,15 @@
 //! send never waits for the reader (the datagram is dropped at the receiving socket).
 
 use super::peer::{
-    CHUNKED, CHUNKED_SEED, LATE_BY, LIE_ANNOUNCED, LIE_LIMIT, LIE_SEED, ORDERED, SLOT,
+    count_answer, CHUNKED, CHUNKED_SEED, COUNT_QUERY, LATE_BY, LIE_ANNOUNCED, LIE_LIMIT, LIE_SEED,
+    ORDERED, SLOT,
 };
 use super::subject::{
     exits_cleanly_on_the_goodbye, open, open_for, sizes_for, with_stderr, Subject,
 };
-use super::support::{bytes, compare, index_of, ordered, HandMadeSegment, Peer, OP, PROMPT, SETUP};
+use super::support::{
+    bytes, compare, index_of, ordered, shown, HandMadeSegment, Peer, OP, PROMPT, SETUP,
+};
 use crate::address::PeerAddress;
 use crate::error::TransportError;
 use ipc_matrix_spec::{ChannelKind, WakeMode};
@@ -57,9 +60,28 @@ pub(super) fn sizes(subject: Subject) -> Result<(), String> {
             }
         }
         compare(&format!("the reply to {what}"), &message, &reply)?;
-        if subject.lossy() {
-            sent.push(message);
-        }
+        sent.push(message);
+    }
+    if subject.lossy() {
+        return Ok(());
+    }
+    // Every message reached the peer process: a reply could also come from the stack's
+    // own side of the channel.
+    let byte_sum = sent
+        .iter()
+        .flatten()
+        .fold(0u64, |s, &b| s.wrapping_add(u64::from(b)));
+    channel
+        .send(COUNT_QUERY, Instant::now() + OP)
+        .and_then(|()| channel.recv(&mut reply, limit, Instant::now() + OP))
+        .map_err(|e| format!("asking the peer what reached it: {e}"))
+        .map_err(with_stderr(&mut peer))?;
+    let expected = count_answer(sent.len() as u64, byte_sum);
+    if reply != expected.as_bytes() {
+        return Err(format!(
+            "the peer was to answer {expected:?}; the answer: {}",
+            shown(&reply)
+        ));
     }
     Ok(())
 }
@@ -95,7 +117,7 @@ pub(super) fn chunk_boundaries(subject: Subject) -> Result<(), String> {
         .map_err(|e| format!("the peer's verdict: {e}"))
         .map_err(with_stderr(&mut peer))?;
     if buf != b"ok" {
-        return Err(String::from_utf8_lossy(&buf).into_owned());
+        return Err(format!("the peer's verdict: {}", shown(&buf)));
     }
     for (i, &len) in CHUNKED.iter().enumerate() {
         channel
@@ -178,7 +200,7 @@ pub(super) fn exchange_with_a_late_peer(subject: Subject) -> Result<(), String> 
     let took = start.elapsed();
     match result {
         Err(TransportError::Timeout { .. }) if took >= wait && took < wait + PROMPT => Ok(()),
-        Ok(()) if subject.is_stack() && took < wait + PROMPT => {
+        Ok(()) if subject.is_stack() && took >= LATE_BY && took < wait + PROMPT => {
             compare("the late peer's reply", &request, &reply)
         }
         other => Err(format!(
@@ -211,10 +233,7 @@ pub(super) fn ordering(subject: Subject) -> Result<(), String> {
         .map_err(|e| format!("the peer's verdict: {e}"))
         .map_err(with_stderr(&mut peer))?;
     if buf != b"ok" {
-        return Err(format!(
-            "the peer received: {}",
-            String::from_utf8_lossy(&buf)
-        ));
+        return Err(format!("the peer received: {}", shown(&buf)));
     }
     for i in 0..ORDERED {
         channel

@@ -41,6 +41,14 @@ pub const CHUNKED_SEED: u64 = 0xc4_0000;
 /// How long the `late-echo` peer waits before it starts to receive.
 pub const LATE_BY: Duration = Duration::from_millis(500);
 
+/// Asked of the `echo` peer: how many messages reached it (not itself counted).
+pub const COUNT_QUERY: &[u8] = b"ipc-matrix conformance: how many messages reached you?";
+
+/// The `echo` peer's answer to [`COUNT_QUERY`]: the messages and the sum of their bytes.
+pub fn count_answer(received: u64, byte_sum: u64) -> String {
+    format!("{received} messages reached the peer, their bytes summing to {byte_sum}")
+}
+
 /// Runs `role` and exits: 0 when it went as planned, 3 with the reason on stderr if not.
 pub fn main(role: &str) -> ! {
     let code = match run(role) {
@@ -80,15 +88,30 @@ fn run(role: &str) -> Result<(), String> {
     let mut buf = Vec::new();
     match role {
         // Echoes every message until the other side closes.
-        "echo" => loop {
-            match channel.recv(&mut buf, limit, idle()) {
-                Ok(()) => channel.send(&buf, idle()).map_err(|e| e.to_string())?,
-                Err(e) if e.is_closed() || matches!(e, TransportError::PeerGone(_)) => {
-                    return Ok(())
+        // [`COUNT_QUERY`] is answered with how many messages reached it and their bytes'
+        // sum, so that a stack that answers the measuring side itself is caught.
+        "echo" => {
+            let (mut received, mut sum) = (0u64, 0u64);
+            loop {
+                match channel.recv(&mut buf, limit, idle()) {
+                    Ok(()) if buf == COUNT_QUERY => {
+                        let answer = count_answer(received, sum);
+                        channel
+                            .send(answer.as_bytes(), idle())
+                            .map_err(|e| e.to_string())?;
+                    }
+                    Ok(()) => {
+                        received += 1;
+                        sum = buf.iter().fold(sum, |s, &b| s.wrapping_add(u64::from(b)));
+                        channel.send(&buf, idle()).map_err(|e| e.to_string())?;
+                    }
+                    Err(e) if e.is_closed() || matches!(e, TransportError::PeerGone(_)) => {
+                        return Ok(())
+                    }
+                    Err(e) => return Err(e.to_string()),
                 }
-                Err(e) => return Err(e.to_string()),
             }
-        },
+        }
         // Echoes every message with `echo` (as it receives it, where the transport can)
         // until the goodbye, which it does not send back, then exits.
         "echoer" => loop {

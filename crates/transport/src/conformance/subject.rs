@@ -195,8 +195,12 @@ pub(super) fn sizes_for(limit: usize) -> Vec<usize> {
 pub(super) fn exits_cleanly_on_the_goodbye(peer: &mut Peer, who: &str) -> Result<(), String> {
     match peer.wait_exit(PROMPT) {
         Some(status) if status.success() => Ok(()),
-        other => Err(format!(
-            "{who} was to exit cleanly on the goodbye: {other:?}, {}",
+        Some(status) => Err(format!(
+            "{who} was to exit cleanly on the goodbye, and ended with {status}; its stderr: {:?}",
+            peer.finish()
+        )),
+        None => Err(format!(
+            "{who} was to exit on the goodbye, and still ran {PROMPT:?} after it; its stderr: {:?}",
             peer.finish()
         )),
     }

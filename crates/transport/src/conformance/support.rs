@@ -286,3 +286,15 @@ impl Drop for HandMadeSegment {
         }
     }
 }
+
+/// A message from the other side as a failure shows it: as text where it is text, escaped
+/// where not, and at most 160 bytes of it.
+pub fn shown(message: &[u8]) -> String {
+    const MOST: usize = 160;
+    let text = String::from_utf8_lossy(&message[..message.len().min(MOST)]);
+    let mut shown = format!("\"{}\"", text.escape_debug());
+    if message.len() > MOST {
+        shown.push_str(&format!(" (the first {MOST} of {} bytes)", message.len()));
+    }
+    shown
+}

@@ -33,6 +33,8 @@ pub fn run(what: &Conformance<'_>) -> Result<u8> {
         let mut chosen = Vec::new();
         for name in what.stacks {
             match registered.iter().find(|s| s.as_str() == name) {
+                // Named twice, checked once.
+                Some(stack) if chosen.contains(stack) => {}
                 Some(&stack) => chosen.push(stack),
                 None => bail!(
                     "--stack {name}: no such stack; the stacks here are: {}",
@@ -58,12 +60,25 @@ pub fn run(what: &Conformance<'_>) -> Result<u8> {
     let args = Arguments::from_iter(
         std::iter::once("ipc-matrix conformance".to_owned()).chain(what.harness.iter().cloned()),
     );
+    // libtest refuses no threads; the harness would wait for one forever.
+    if args.test_threads == Some(0) {
+        bail!("--test-threads 0: the checks need at least one thread");
+    }
     let conclusion = conformance::run(&args, subjects);
-    Ok(if conclusion.has_failed() {
-        exit_code::CELL_FAILED
-    } else {
-        exit_code::OK
-    })
+    if conclusion.has_failed() {
+        return Ok(exit_code::CELL_FAILED);
+    }
+    // A filter that selects no check (a mistyped --exact name) is not a pass.
+    let ran = conclusion.num_passed + conclusion.num_ignored;
+    if !args.list && ran == 0 {
+        return Err(NoCells(format!(
+            "the harness's arguments ({}) selected none of the {} checks; `ipc-matrix conformance -- --list` names them",
+            what.harness.join(" "),
+            conclusion.num_filtered_out
+        ))
+        .into());
+    }
+    Ok(exit_code::OK)
 }
 
 fn names(stacks: &[StackName]) -> String {
