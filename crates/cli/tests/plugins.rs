@@ -57,10 +57,10 @@ scenarios:
     )
 }
 
-/// Runs the quick profile with the hostile library built `HOSTILE_<way>` (none: the
-/// example as it is); its exit code and output.
-fn run_with(way: Option<&str>, env: &[(&str, &str)]) -> (Option<i32>, String) {
-    let name = format!("plugin-{}", way.unwrap_or("good").to_lowercase());
+/// A scratch folder `<prefix>-<way>` whose matrix names `lib/libseqpacket.so`, built
+/// there as the hostile library `HOSTILE_<way>` (none: the example as it is).
+fn with_library(prefix: &str, way: Option<&str>) -> Scratch {
+    let name = format!("{prefix}-{}", way.unwrap_or("good").to_lowercase());
     let scratch = Scratch::new(&name, &matrix("lib/libseqpacket.so"));
     std::fs::create_dir_all(scratch.path("lib")).unwrap();
     let define = way.map(|w| format!("HOSTILE_{w}"));
@@ -69,6 +69,13 @@ fn run_with(way: Option<&str>, env: &[(&str, &str)]) -> (Option<i32>, String) {
         None => (repo("examples/c-stack/seqpacket.c"), vec![]),
     };
     build_library(&source, &scratch.path("lib/libseqpacket.so"), &defines);
+    scratch
+}
+
+/// Runs the quick profile with the hostile library built `HOSTILE_<way>` (none: the
+/// example as it is); its exit code and output.
+fn run_with(way: Option<&str>, env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let scratch = with_library("plugin", way);
     let mut command = scratch.command(&["run", "--profile", "quick", "--out", "out"]);
     for (k, v) in env {
         command.env(k, v);
@@ -265,15 +272,7 @@ fn a_plugin_under_a_built_in_transports_name_is_refused_before_anything_runs() {
 /// Builds the library of `way` (none: the example) into a scratch folder whose matrix
 /// names it, and runs `ipc-matrix conformance` there with `args`.
 fn conformance_with(way: Option<&str>, args: &[&str]) -> (Option<i32>, String) {
-    let name = format!("conformance-{}", way.unwrap_or("good").to_lowercase());
-    let scratch = Scratch::new(&name, &matrix("lib/libseqpacket.so"));
-    std::fs::create_dir_all(scratch.path("lib")).unwrap();
-    let define = way.map(|w| format!("HOSTILE_{w}"));
-    let (source, defines): (PathBuf, Vec<&str>) = match &define {
-        Some(d) => (repo("crates/cli/tests/plugins/hostile.c"), vec![d.as_str()]),
-        None => (repo("examples/c-stack/seqpacket.c"), vec![]),
-    };
-    build_library(&source, &scratch.path("lib/libseqpacket.so"), &defines);
+    let scratch = with_library("conformance", way);
     let mut all = vec!["conformance"];
     all.extend_from_slice(args);
     let out = scratch.command(&all).output().unwrap();
