@@ -11,7 +11,9 @@ say() {
 }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-repo_root() { cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd; }
+# Found once, as this file is sourced: a script may change folders afterwards.
+LIB_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo_root() { cd "$LIB_DIR/.." && pwd; }
 
 # Rust through rustup, with the toolchain rust-toolchain.toml pins and its components
 # (clippy, rustfmt). On a fresh Debian/Ubuntu machine rustup comes first, without a
@@ -77,15 +79,21 @@ cargo_runner() {
 # same, only slower). `cargo run -p ipc-matrix` would compile again: the whole graph
 # into another folder without the suite's --target, and even with it the units whose
 # features differ when only this package is selected (rustix, crossterm, comfy-table,
-# the CLI). The counting plugin stays out of the report's process.
+# the CLI). The counting plugin stays out of the report's process. It runs in the current
+# folder (a user's copy, too); cargo runs in the repository, under its pinned toolchain.
 ipc_matrix() {
-  local suite_target runner=() bin="${CARGO_TARGET_DIR:-target}"
+  local suite_target runner=() root bin
+  root="$(repo_root)"
+  bin="${CARGO_TARGET_DIR:-$root/target}"
   suite_target_args
   if [ -n "${IPC_MATRIX_TARGET:-}" ]; then
     bin="$bin/$IPC_MATRIX_TARGET"
     read -r -a runner <<<"$(cargo_runner "$IPC_MATRIX_TARGET")"
   fi
+  local here="$PWD"
+  cd "$root"
   cargo test --no-run --locked --quiet --workspace "${suite_target[@]}"
+  cd "$here"
   IPC_MATRIX_COUNT=off "${runner[@]}" "$bin/debug/ipc-matrix" "$@"
 }
 
