@@ -16,7 +16,7 @@ use ipc_matrix_spec::{Cell, StackName, TransportKind, Work};
 use serde::{Deserialize, Serialize};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -133,14 +133,14 @@ pub fn run_in_own_process(cell: &Cell, options: &RunOptions) -> CellResult {
         let json = serde_json::to_vec(&request).map_err(|e| e.to_string())?;
         std::fs::write(dir.path.join("request.json"), json)
             .map_err(|e| format!("writing its request: {e}"))?;
-        let exe = std::env::current_exe().map_err(|e| format!("finding this binary: {e}"))?;
         // The child's stdout is the library's too: it goes to this process's stderr, so
         // that nothing it prints is taken for this run's output (its JSON lines).
         let stderr = std::io::stderr()
             .as_fd()
             .try_clone_to_owned()
             .map_err(|e| format!("passing on stderr: {e}"))?;
-        let mut child = Command::new(exe)
+        let mut child = crate::this_binary::command()
+            .map_err(|e| format!("finding this binary: {e}"))?
             .env(CELL_PROCESS_ENV, &dir.path)
             .stdin(Stdio::null())
             .stdout(Stdio::from(stderr))

@@ -16,6 +16,7 @@ pub mod reporting;
 mod run_folder;
 pub mod stack_entry;
 pub mod term;
+mod this_binary;
 
 pub use run_folder::RunFolder;
 

@@ -5,7 +5,7 @@
 //! plugin is registered as broken, saying so, and only its cells fail.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Set in a probe to `<name>\n<library path>`.
@@ -38,8 +38,8 @@ pub fn serve_if_requested() {
 
 /// Loads the library at `library` in a probe; `Err` says why it must not be loaded here.
 pub fn probe(name: &str, library: &Path) -> Result<(), String> {
-    let exe = std::env::current_exe().map_err(|e| format!("finding this binary: {e}"))?;
-    let mut child = Command::new(exe)
+    let mut child = crate::this_binary::command()
+        .map_err(|e| format!("finding this binary: {e}"))?
         .env(PLUGIN_PROBE_ENV, format!("{name}\n{}", library.display()))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
