@@ -109,21 +109,47 @@ fn exec_counted(options: &CountOptions, out: &Path) -> Result<std::convert::Infa
     let _ = std::fs::remove_file(counts.join(format!("{}.jsonl", std::process::id())));
     let exe = std::env::current_exe().context("--count: this binary's path")?;
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let libraries = guest_libraries()?;
     let error = Command::new(&qemu)
         .arg("-L")
-        .arg("/")
+        .arg(&libraries)
         .arg(&exe)
         .args(&args)
         .env("QEMU_CPU", cpu)
-        .env("QEMU_LD_PREFIX", "/")
+        .env("QEMU_LD_PREFIX", &libraries)
         .env("QEMU_PLUGIN", &plugin)
         .env(RUNNER_ENV, "qemu")
         .env("IPC_MATRIX_QEMU_VERSION", &version)
         .env(
             ipc_matrix_scenario::PEER_RUNNER_ENV,
-            format!("{} -L /", qemu.display()),
+            format!("{} -L {}", qemu.display(), libraries.display()),
         )
         .env("IPC_MATRIX_COUNT_FILE", counts.join("%p.jsonl"))
         .exec();
     Err(error).with_context(|| format!("--count: starting {}", qemu.display()))
+}
+
+/// Where the counted processes' dynamic loader and libraries are found: the folder
+/// `QEMU_LD_PREFIX` names when this binary was started under QEMU with one (a binary
+/// built for another CPU, whose libraries live in a sysroot such as
+/// `/usr/aarch64-linux-gnu`), else `/` (this machine's own, or none for a static build).
+fn guest_libraries() -> Result<PathBuf> {
+    let Some(prefix) = std::env::var_os("QEMU_LD_PREFIX").filter(|p| !p.is_empty()) else {
+        return Ok(PathBuf::from("/"));
+    };
+    let prefix = PathBuf::from(prefix);
+    if !prefix.is_dir() {
+        bail!(
+            "--count: QEMU_LD_PREFIX names {}, which is not a folder",
+            prefix.display()
+        );
+    }
+    // The peer's command is split at whitespace, like the emulator's.
+    if prefix.to_string_lossy().contains(char::is_whitespace) {
+        bail!(
+            "--count: QEMU_LD_PREFIX {} has whitespace; give one without",
+            prefix.display()
+        );
+    }
+    Ok(prefix)
 }
