@@ -404,3 +404,46 @@ fn conformance_arguments_that_select_nothing_or_cannot_run_are_not_a_pass() {
         "{output}"
     );
 }
+
+#[test]
+fn a_crash_inside_the_library_fails_its_conformance_checks_not_the_run() {
+    // Each check runs in a process of its own: the crash (its measuring side's third
+    // receive) is that check's failure, named, and the harness still sums up every check.
+    let (code, output) = conformance_with(Some("CRASHING_MEASURER"), &["--max-message", "64KiB"]);
+    assert_eq!(code, Some(1), "{output}");
+    assert!(
+        output
+            .lines()
+            .any(|l| l.starts_with("test seqpacket::sizes ") && l.ends_with("... FAILED")),
+        "{output}"
+    );
+    assert!(
+        output.contains(
+            "the check's process was killed by signal 11 (SIGSEGV), inside the stack's own code"
+        ),
+        "{output}"
+    );
+    assert!(output.contains("test result: FAILED."), "{output}");
+}
+
+#[test]
+fn conformance_takes_the_command_lines_quiet_and_colour() {
+    let scratch = with_library("conformance-quiet", None);
+    let out = scratch
+        .command(&[
+            "--quiet",
+            "--color",
+            "always",
+            "conformance",
+            "--max-message",
+            "64KiB",
+        ])
+        .output()
+        .unwrap();
+    let output = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{output}");
+    // libtest's quiet form: a dot per check, no line per check; its colours on.
+    assert!(!output.contains("test seqpacket::sizes ... "), "{output}");
+    assert!(output.contains("test result: "), "{output}");
+    assert!(output.contains('\u{1b}'), "{output}");
+}

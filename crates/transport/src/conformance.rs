@@ -19,7 +19,7 @@ mod subject;
 mod support;
 mod table;
 
-pub use libtest_mimic::{Arguments, Conclusion};
+pub use libtest_mimic::{Arguments, ColorSetting, Conclusion};
 pub use subject::{stack_subjects, stack_subjects_up_to, subjects, Subject};
 
 use libtest_mimic::Trial;
@@ -48,21 +48,59 @@ pub fn serve_if_requested() {
 /// `<subject>::<check>` each; their peers are this binary started again, which must call
 /// [`serve_if_requested`] first.
 pub fn run(args: &Arguments, subjects: Vec<Subject>) -> Conclusion {
+    run_checks(args, subjects, None)
+}
+
+/// Runs a check given its test name somewhere else than in this process (in a process of
+/// its own, say, where a crash in a stack's code is that check's failure): its failure's
+/// reason, or `Ok`. It must keep [`CHECK_LIMIT`] itself, less a margin.
+pub type Elsewhere = Arc<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
+
+/// As [`run`], with every check run by `elsewhere`; where it runs one, it calls
+/// [`run_one`] with the same subjects.
+pub fn run_elsewhere(args: &Arguments, subjects: Vec<Subject>, elsewhere: Elsewhere) -> Conclusion {
+    run_checks(args, subjects, Some(elsewhere))
+}
+
+/// The check whose test name is `name`, run in this process: `None` when no check that
+/// applies to `subjects` has that name.
+pub fn run_one(subjects: &[Subject], name: &str) -> Option<Result<(), String>> {
+    applying(subjects)
+        .find(|(test, _, _)| test == name)
+        .map(|(_, subject, run)| run(subject))
+}
+
+/// Each check that applies to each subject: its test name, its subject, its code.
+type CheckCode = fn(Subject) -> Result<(), String>;
+fn applying(subjects: &[Subject]) -> impl Iterator<Item = (String, Subject, CheckCode)> + '_ {
+    subjects.iter().flat_map(|&subject| {
+        table::CHECKS
+            .iter()
+            .filter(move |c| (c.applies)(subject))
+            .map(move |c| (format!("{}::{}", subject.name(), c.name), subject, c.run))
+    })
+}
+
+fn run_checks(
+    args: &Arguments,
+    subjects: Vec<Subject>,
+    elsewhere: Option<Elsewhere>,
+) -> Conclusion {
     let running = watchdog();
     let mut trials = Vec::new();
-    for subject in subjects {
-        for check in table::CHECKS.iter().filter(|c| (c.applies)(subject)) {
-            let run = check.run;
-            let name = format!("{}::{}", subject.name(), check.name);
-            let running = running.clone();
-            trials.push(Trial::test(name.clone(), move || {
-                let started = (name, Instant::now());
-                lock(&running).push(started.clone());
-                let result = run(subject);
-                lock(&running).retain(|r| *r != started);
-                result.map_err(Into::into)
-            }));
-        }
+    for (name, subject, run) in applying(&subjects) {
+        let running = running.clone();
+        let elsewhere = elsewhere.clone();
+        trials.push(Trial::test(name.clone(), move || {
+            let started = (name, Instant::now());
+            lock(&running).push(started.clone());
+            let result = match &elsewhere {
+                Some(elsewhere) => elsewhere(&started.0),
+                None => run(subject),
+            };
+            lock(&running).retain(|r| *r != started);
+            result.map_err(Into::into)
+        }));
     }
     libtest_mimic::run(args, trials)
 }

@@ -5,10 +5,21 @@
 
 use crate::cli::args::NoCells;
 use crate::exit_code;
+use crate::term::Verbosity;
 use anyhow::{bail, Result};
 use ipc_matrix_spec::StackName;
-use ipc_matrix_transport::conformance::{self, Arguments};
+use ipc_matrix_transport::conformance::{self, Arguments, ColorSetting};
+use std::io::Read;
 use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Set in a check's own process to the test name of the one check it runs.
+const ONE_CHECK_ENV: &str = "IPC_MATRIX_CONFORMANCE_CHECK";
+
+/// How much of a check process's stderr is kept for its failure: its end.
+const STDERR_KEPT: usize = 8 * 1024;
 
 /// What to check and how.
 pub struct Conformance<'a> {
@@ -57,14 +68,35 @@ pub fn run(what: &Conformance<'_>) -> Result<u8> {
                 .map_err(|e| anyhow::anyhow!("{e}"))?,
         );
     }
-    let args = Arguments::from_iter(
+    // In a check's own process (started by `check_in_own_process`): that check, here.
+    if let Some(name) = std::env::var_os(ONE_CHECK_ENV) {
+        let name = name.to_string_lossy();
+        return match conformance::run_one(&subjects, &name) {
+            Some(Ok(())) => Ok(exit_code::OK),
+            Some(Err(why)) => {
+                eprintln!("{why}");
+                Ok(exit_code::CELL_FAILED)
+            }
+            None => bail!("{ONE_CHECK_ENV}={name}: no such check among these stacks"),
+        };
+    }
+    let mut args = Arguments::from_iter(
         std::iter::once("ipc-matrix conformance".to_owned()).chain(what.harness.iter().cloned()),
     );
+    // The command line's own --color and --quiet, unless the harness's arguments say.
+    let console = crate::term::console();
+    if args.color.is_none() {
+        args.color = Some(match console.color {
+            true => ColorSetting::Always,
+            false => ColorSetting::Never,
+        });
+    }
+    args.quiet |= console.verbosity == Verbosity::Quiet;
     // libtest refuses no threads; the harness would wait for one forever.
     if args.test_threads == Some(0) {
         bail!("--test-threads 0: the checks need at least one thread");
     }
-    let conclusion = conformance::run(&args, subjects);
+    let conclusion = conformance::run_elsewhere(&args, subjects, Arc::new(check_in_own_process));
     if conclusion.has_failed() {
         return Ok(exit_code::CELL_FAILED);
     }
@@ -90,4 +122,89 @@ fn names(stacks: &[StackName]) -> String {
         .map(|s| s.as_str())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Runs the check `name` in a child of this binary with this command line, so that a
+/// crash or a hang in the stack's code (a shared library's, most often) is that check's
+/// failure, named, and the other checks still run.
+fn check_in_own_process(name: &str) -> Result<(), String> {
+    let mut child = crate::this_binary::command()
+        .map_err(|e| format!("finding this binary: {e}"))?
+        .args(std::env::args_os().skip(1))
+        .env(ONE_CHECK_ENV, name)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("starting the check's process: {e}"))?;
+    let stderr = child.stderr.take();
+    let (said_tx, said) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        if let Some(mut stderr) = stderr {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = stderr.read(&mut chunk) {
+                kept.extend_from_slice(&chunk[..n]);
+                let over = kept.len().saturating_sub(STDERR_KEPT);
+                kept.drain(..over);
+            }
+        }
+        let _ = said_tx.send(String::from_utf8_lossy(&kept).trim().to_owned());
+    });
+    // Inside the harness's own limit, so that this check fails and the others go on.
+    let limit = conformance::CHECK_LIMIT - Duration::from_secs(10);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "the check did not finish in {limit:.0?}, longer than every deadline of a check allows: a call into the stack did not return by its deadline; its process was stopped"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // A peer the check started may hold the pipe open a little longer.
+    let said = said
+        .recv_timeout(Duration::from_secs(2))
+        .unwrap_or_default();
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(0), _) => Ok(()),
+        (Some(1), _) if !said.is_empty() => Err(said),
+        (_, Some(signal)) => Err(format!(
+            "the check's process was killed by signal {signal}{}, inside the stack's own code{}",
+            signal_name(signal).map_or(String::new(), |n| format!(" ({n})")),
+            stderr_words(&said)
+        )),
+        (code, _) => Err(format!(
+            "the check's process exited with status {}{}",
+            code.map_or("?".into(), |c| c.to_string()),
+            stderr_words(&said)
+        )),
+    }
+}
+
+fn signal_name(signal: i32) -> Option<&'static str> {
+    Some(match signal {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        _ => return None,
+    })
+}
+
+/// `; it said: ...` with the end of what the process printed, if anything.
+fn stderr_words(said: &str) -> String {
+    match said.is_empty() {
+        true => String::new(),
+        false => format!("; it said: {said}"),
+    }
 }
