@@ -58,6 +58,9 @@ pub fn futex_wake(word: &AtomicU32) {
 }
 
 /// True while process `pid` exists and has not exited (a zombie counts as exited).
+/// It reads `/proc/<pid>/stat`, whose length changes with the pid and the process's
+/// times: a stack calls it once a wait has run out, not on every message, or what a round
+/// trip counts depends on them.
 pub fn process_alive(pid: u32) -> bool {
     if pid == 0 {
         return false;

@@ -3,7 +3,10 @@
 //!
 //! A message is one datagram (the kernel keeps its bounds, never loses or reorders one on
 //! a Unix socket), so there is no framing. Each wait is cut into slices of at most
-//! [`SLICE`], so that a deadline is kept and a dead peer is noticed within one.
+//! [`SLICE`], so that a deadline is kept and a dead peer is noticed within one. The peer
+//! is looked for (`process_alive` reads `/proc/<pid>/stat`) only once a slice has run out:
+//! a message that is there is taken at once, and what a round trip costs does not depend
+//! on the peer's pid or its /proc line.
 
 use ipc_matrix::stack_entry::{
     process_alive, Channel, ChannelKind, ListenOptions, Stack, StackAcceptor, StackTraits,
@@ -148,9 +151,15 @@ struct DatagramChannel {
 
 impl DatagramChannel {
     /// Sets the next wait's slice: what is left of `deadline`, at most [`SLICE`]; an error
-    /// once the deadline has passed or the peer has exited.
-    fn slice(&self, deadline: Instant, what: &'static str) -> Result<Duration, TransportError> {
-        if let Some(peer) = self.peer {
+    /// once the deadline has passed, or once a slice has run out (`waited`) and the peer
+    /// has exited.
+    fn slice(
+        &self,
+        deadline: Instant,
+        what: &'static str,
+        waited: bool,
+    ) -> Result<Duration, TransportError> {
+        if let Some(peer) = self.peer.filter(|_| waited) {
             if !process_alive(peer) {
                 return Err(TransportError::PeerGone(format!(
                     "process {peer} has exited"
@@ -207,8 +216,10 @@ impl Channel for DatagramChannel {
             }
             _ => message,
         };
+        let mut waited = false;
         loop {
-            let slice = self.slice(deadline, "send")?;
+            let slice = self.slice(deadline, "send", waited)?;
+            waited = true;
             self.socket
                 .set_write_timeout(Some(slice))
                 .map_err(|source| TransportError::Io {
@@ -252,8 +263,10 @@ impl Channel for DatagramChannel {
         if !peek_first {
             buf.resize(room, 0);
         }
+        let mut waited = false;
         loop {
-            let slice = self.slice(deadline, "message")?;
+            let slice = self.slice(deadline, "message", waited)?;
+            waited = true;
             self.socket
                 .set_read_timeout(Some(slice))
                 .map_err(|source| TransportError::Io {
