@@ -9,12 +9,8 @@
 # results go to the copy's own folder, apart from this repository's.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 root="$(repo_root)"
-copy="$(mktemp -d "${TMPDIR:-/tmp}/ipc-matrix-rust-stack.XXXXXX")"
+copy="$(example_copy rust-stack)"
 trap 'rm -rf "$copy"' EXIT
-cp -R "$root/examples/rust-stack/." "$copy/"
-sed -i "s|^ipc-matrix = { path = \"../../crates/cli\" }|ipc-matrix = { path = \"$root/crates/cli\" }|" \
-  "$copy/Cargo.toml"
-grep -q "path = \"$root/crates/cli\"" "$copy/Cargo.toml" || die "example-stacks.sh: the example's dependency line moved"
 say "a user's own stack, from $copy: cargo nextest run"
 cd "$copy"
 CARGO_TARGET_DIR="$root/target" IPC_MATRIX_OUT="$copy/target/ipc-matrix" \
@@ -24,9 +20,8 @@ CARGO_TARGET_DIR="$root/target" IPC_MATRIX_OUT="$copy/target/ipc-matrix" \
 # library built with the C compiler against this checkout's header, then `ipc-matrix run`
 # there; and its fault, a reply it corrupts, which must fail its cell naming the round
 # trip and the offset.
-c_copy="$(mktemp -d "${TMPDIR:-/tmp}/ipc-matrix-c-stack.XXXXXX")"
+c_copy="$(example_copy c-stack)"
 trap 'rm -rf "$copy" "$c_copy"' EXIT
-cp -R "$root/examples/c-stack/." "$c_copy/"
 IPC_MATRIX_INCLUDE="$root/crates/transport/include" "$c_copy/build.sh" >/dev/null
 say "a user's own C stack, from $c_copy: ipc-matrix run"
 cd "$c_copy"

@@ -97,6 +97,25 @@ ipc_matrix() {
   IPC_MATRIX_COUNT=off "${runner[@]}" "$bin/debug/ipc-matrix" "$@"
 }
 
+# A worked example (examples/<name>) as its user has it: copied into a new folder outside
+# this repository, the Rust one's dependency on ipc-matrix pointed at this checkout.
+# Prints the copy's folder; the caller removes it.
+#   copy="$(example_copy rust-stack)"
+example_copy() {
+  local root copy
+  root="$(repo_root)"
+  copy="$(mktemp -d "${TMPDIR:-/tmp}/ipc-matrix-$1.XXXXXX")"
+  # Not what a build in place left (target/, build/): the user's clone has none.
+  tar -C "$root/examples/$1" --exclude=./target --exclude=./build -cf - . | tar -C "$copy" -xf -
+  if [ -f "$copy/Cargo.toml" ]; then
+    sed -i "s|^ipc-matrix = { path = \"../../crates/cli\" }|ipc-matrix = { path = \"$root/crates/cli\" }|" \
+      "$copy/Cargo.toml"
+    grep -q "path = \"$root/crates/cli\"" "$copy/Cargo.toml" ||
+      die "examples/$1/Cargo.toml: its ipc-matrix dependency line moved"
+  fi
+  printf '%s\n' "$copy"
+}
+
 # What counts guest instructions, both built for this machine: the QEMU plugin
 # (crates/qemu-count) and the pinned QEMU that loads it (scripts/pinned-qemu.sh, built
 # once). scripts/qemu-run counts with them.
