@@ -10,13 +10,16 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 [[ "$1" =~ ^[1-9][0-9]*$ ]] || die "perturb.sh: the run number is '$1', not a number from 1"
 n=$((($1 - 1) % 3 + 1))
 shift 2
-root="$(repo_root)" dir="$(repo_root)/target/ipc-matrix/perturbed"
+dir="$(repo_root)/target/ipc-matrix/perturbed"
 case "$n" in
   1) exec "$@" ;;
+  # The matrix in use (IPC_MATRIX_FILE, else ./matrix.yaml) and what lies beside it (its
+  # peers, a stack's libraries), each through a link from the farther folder.
   2) far="$dir/a-folder-whose-name-makes-the-path-of-matrix-yaml-longer-than-usual"
-     mkdir -p "$far"
-     ln -sfn "$root/matrix.yaml" "$far/matrix.yaml" && ln -sfn "$root/peers" "$far/peers"
-     IPC_MATRIX_FILE="$far/matrix.yaml" IPC_MATRIX_PERTURBATION="$(head -c 4096 /dev/zero | tr '\0' p)" exec "$@" ;;
+     matrix="$(realpath "${IPC_MATRIX_FILE:-matrix.yaml}")" || die "perturb.sh: no matrix.yaml here"
+     rm -rf "$far" && mkdir -p "$far"
+     for entry in "$(dirname "$matrix")"/*; do ln -sfn "$entry" "$far/"; done
+     IPC_MATRIX_FILE="$far/$(basename "$matrix")" IPC_MATRIX_PERTURBATION="$(head -c 4096 /dev/zero | tr '\0' p)" exec "$@" ;;
   # Short: iceoryx2's socket paths under TMPDIR must fit in 107 bytes.
   3) mkdir -p /tmp/ipcm-p3 && export TMPDIR=/tmp/ipcm-p3
      yes >/dev/null &

@@ -12,7 +12,9 @@
 # it fails when a page scrolls sideways at 1400 px, a plot or image does not render, or
 # the console shows an error, and keeps screenshots in target/ipc-matrix/screenshots/.
 # Runs the worked examples of a user's own stack (examples/rust-stack in Rust,
-# examples/c-stack in C) from copies outside this repository (scripts/example-stacks.sh).
+# examples/c-stack in C) from copies outside this repository (scripts/example-stacks.sh),
+# and counts them on x86_64, aarch64 (and the C one on s390x) under QEMU, judged against
+# their committed baselines (scripts/example-counts.sh).
 # Also runs the transport crate's tests, and the reference C peer's cells, on s390x
 # (big-endian) under QEMU. Builds the reference external peers (scripts/build-peers.sh). Installs
 # cargo-nextest, the aarch64 and s390x rustup targets, their cross gcc and g++ and
@@ -143,6 +145,9 @@ if [ "$host" != "$big_endian" ]; then
   say "external C peer cells with the peer on $big_endian (QEMU user mode)"
   scripts/big-endian-peer.sh "$big_endian" || first_failure $?
 fi
+# The worked examples counted on each CPU, as their users count on CPUs of other kinds,
+# judged against the examples' committed baselines, each with its fault.
+scripts/example-counts.sh || first_failure $?
 
 # Instruction regressions fail the test command: counts are deterministic, so a change
 # that costs more instructions must come with its re-measured baseline. Timings only warn.
