@@ -210,6 +210,10 @@ static ipcm_status sp_send(ipcm_channel *c, const uint8_t *message, size_t len,
 static ipcm_status sp_recv(ipcm_channel *c, uint8_t *buf, size_t capacity, size_t *len,
                            uint64_t deadline_ns, ipcm_error *error) {
     for (;;) {
+        /* Waits first, then reads: the same calls whether the packet is there yet or not,
+         * so that what a receive costs (and counts) does not depend on timing. */
+        ipcm_status s = wait_for(c->fd, POLLIN, deadline_ns, error);
+        if (s != IPCM_OK) return s;
         /* MSG_PEEK|MSG_TRUNC tells the next packet's length without taking it, so that
          * one longer than the room is refused before it is read. */
         uint8_t probe;
@@ -233,8 +237,6 @@ static ipcm_status sp_recv(ipcm_channel *c, uint8_t *buf, size_t capacity, size_
         }
         if (errno == ECONNRESET) return fail(error, IPCM_CLOSED, "closed");
         if (errno != EAGAIN && errno != EINTR) return fail(error, IPCM_ERROR, "recv: %s", strerror(errno));
-        ipcm_status s = wait_for(c->fd, POLLIN, deadline_ns, error);
-        if (s != IPCM_OK) return s;
     }
 }
 
