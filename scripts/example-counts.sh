@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
-# The worked examples counted on each CPU, as their users count on a CPU of another kind:
-# the stack built for that CPU (examples/rust-stack's own CLI, static against musl by zig,
-# on x86_64 and aarch64; examples/c-stack's library by that CPU's C compiler, loaded by
-# ipc-matrix built for it, on this machine's CPU, aarch64 and s390x), started under QEMU
-# and counted by `run --count`, judged with --strict-instructions against the example's
-# committed baselines; then its fault (byte 100 of reply 5 corrupted) must fail its cell.
+# The worked examples counted on each CPU as their users count on another CPU: the stack
+# built for it (examples/rust-stack's CLI static against musl by zig, on x86_64 and
+# aarch64; examples/c-stack's library by that CPU's C compiler, loaded by ipc-matrix built
+# for it, on this CPU, aarch64 and s390x), counted under QEMU by `run --count`, judged
+# --strict-instructions against the example's committed baselines; then its fault.
 #   scripts/example-counts.sh              # count and judge
 #   scripts/example-counts.sh --accept 3   # count 3 times, perturbed, into examples/*/baselines
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -26,16 +25,14 @@ say "the examples' stacks, built for each CPU"
   cargo build --locked --quiet --profile test --bin udgram-matrix --target x86_64-unknown-linux-musl --target aarch64-unknown-linux-musl)
 ipc_matrix --version >/dev/null
 cargo build --locked --quiet --profile test -p ipc-matrix --bin ipc-matrix --target "${c_cpus[1]}" ${c_cpus[2]:+--target "${c_cpus[2]}"}
-for t in "${c_cpus[@]}"; do
-  cc=cc; [ "$t" = "$host" ] || cc="${t/-unknown/}-gcc"
-  CC="$cc" IPC_MATRIX_INCLUDE="$root/crates/transport/include" "$c/build.sh" "${t%%-*}" >/dev/null
-done
 for t in x86_64-unknown-linux-musl aarch64-unknown-linux-musl; do
   scripts/example-on-cpu.sh "$rust" "$t" "$target/$t/debug/udgram-matrix" UDGRAM_CORRUPT_REPLY=7 echo::udgram::200B "$runs" ||
     first_failure $? "examples/rust-stack on $t"
 done
 for t in "${c_cpus[@]}"; do
-  bin="$target/$t/debug/ipc-matrix"; [ "$t" = "$host" ] && bin="$target/debug/ipc-matrix"
+  cc="${t/-unknown/}-gcc" bin="$target/$t/debug/ipc-matrix"
+  [ "$t" != "$host" ] || cc=cc bin="$target/debug/ipc-matrix"
+  CC="$cc" IPC_MATRIX_INCLUDE="$root/crates/transport/include" "$c/build.sh" "${t%%-*}" >/dev/null
   scripts/example-on-cpu.sh "$c" "$t" "$bin" SEQPACKET_CORRUPT_REPLY=6 echo::seqpacket::200B "$runs" ||
     first_failure $? "examples/c-stack on $t"
 done

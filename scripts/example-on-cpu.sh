@@ -1,16 +1,14 @@
 #!/usr/bin/env bash
-# One worked example's stack on one CPU (scripts/example-counts.sh): its cells counted by
-# `run --count` under QEMU (a binary of another CPU started under QEMU with its sysroot),
-# judged --strict-instructions against its baselines, or with RUNS > 0 counted RUNS
-# times under scripts/perturb.sh and accepted into examples/<name>/baselines; then its
-# fault, which must fail its cell at round trip 5, byte offset 100.
+# One worked example's stack on one CPU (scripts/example-counts.sh): counted by `run
+# --count` (another CPU's binary started under QEMU, with its sysroot) and judged against
+# its baselines, then its fault (round trip 5, offset 100); or, RUNS > 0, counted RUNS
+# times under scripts/perturb.sh and accepted into examples/<name>/baselines.
 #   scripts/example-on-cpu.sh <copy of the example> <triple> <binary> <VAR=N> <cell> <runs>
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 [ $# -eq 6 ] || die "usage: scripts/example-on-cpu.sh <copy> <triple> <binary> <VAR=N> <cell> <runs>"
 copy=$1 triple=$2 bin=$3 fault=$4 cell=$5 runs=$6 arch=${2%%-*} libs=/ start=()
 leg="$triple@qemu" name="${copy##*/ipc-matrix-}" name="${name%.*}" root="$(repo_root)"
-qemu="$PINNED_QEMU/qemu-$arch"
-[ -x "$qemu" ] || qemu="$(command -v "qemu-$arch")" || die "qemu-$arch is missing"
+qemu="$PINNED_QEMU/qemu-$arch" && [ -x "$qemu" ] || qemu="$(command -v "qemu-$arch")" || die "no qemu-$arch"
 if [ "$arch" != "$(uname -m)" ]; then
   case "$triple" in *-gnu) libs="/usr/${triple/-unknown/}" ;; esac
   start=(env QEMU_LD_PREFIX="$libs" "$qemu" -L "$libs")
@@ -23,12 +21,10 @@ if [ "$runs" -gt 0 ]; then
     say "$name on $leg: count $n of $runs, perturbed (scripts/perturb.sh $n)"
     "$root/scripts/perturb.sh" "$n" -- bash -c '"$@" --matrix "${IPC_MATRIX_FILE:-matrix.yaml}"' _ \
       "${run[@]}" --out "$copy/target/ipc-matrix" >/dev/null
-    append=(); [ "$n" -eq 1 ] || append=(--append)
-    "${start[@]}" "$bin" baseline accept "${append[@]}" "${stored[@]}" >/dev/null
+    "${start[@]}" "$bin" baseline accept $([ "$n" -eq 1 ] || echo --append) "${stored[@]}" >/dev/null
   done
-  mkdir -p "$root/examples/$name/baselines/$leg"
-  cp "$copy/baselines/$leg/quick.json" "$root/examples/$name/baselines/$leg/"
-  exit 0
+  mkdir -p "$root/examples/$name/baselines/$leg" &&
+    exec cp "$copy/baselines/$leg/quick.json" "$root/examples/$name/baselines/$leg/"
 fi
 [ -f "baselines/$leg/quick.json" ] ||
   die "examples/$name/baselines/$leg/quick.json is missing (scripts/example-counts.sh --accept 3)"
