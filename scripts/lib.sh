@@ -105,8 +105,10 @@ example_copy() {
   local root copy
   root="$(repo_root)"
   copy="$(mktemp -d "${TMPDIR:-/tmp}/ipc-matrix-$1.XXXXXX")"
-  # Not what a build in place left (target/, build/): the user's clone has none.
-  tar -C "$root/examples/$1" --exclude=./target --exclude=./build -cf - . | tar -C "$copy" -xf -
+  # Not what a build in place left (target/, build/): the user's clone has none. Files
+  # stamped now (-m), as a copy is: cargo, which builds in the shared target folder, then
+  # sees them newer than what it built from the last copy (elsewhere) and builds again.
+  tar -C "$root/examples/$1" --exclude=./target --exclude=./build -cf - . | tar -C "$copy" -xmf -
   if [ -f "$copy/Cargo.toml" ]; then
     sed -i "s|^ipc-matrix = { path = \"../../crates/cli\" }|ipc-matrix = { path = \"$root/crates/cli\" }|" \
       "$copy/Cargo.toml"
