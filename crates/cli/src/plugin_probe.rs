@@ -6,7 +6,7 @@
 
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Set in a probe to `<name>\n<library path>`.
 pub const PLUGIN_PROBE_ENV: &str = "IPC_MATRIX_PLUGIN_PROBE";
@@ -46,29 +46,23 @@ pub fn probe(name: &str, library: &Path) -> Result<(), String> {
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("starting a process to load it in: {e}"))?;
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            use std::os::unix::process::ExitStatusExt;
-            return match (status.code(), status.signal()) {
-                (Some(0), _) => Ok(()),
-                // Refused with a reason the command gives again when it loads it.
-                (Some(2), _) => Ok(()),
-                (_, Some(signal)) => Err(format!(
-                    "loading it killed the process that loaded it (signal {signal}): its initialisers or ipcm_stack_v1() crashed"
-                )),
-                (code, _) => Err(format!(
-                    "loading it ended the process that loaded it (exit status {code:?})"
-                )),
-            };
-        }
-        if started.elapsed() > PROBE_TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!(
-                "loading it did not finish in {PROBE_TIMEOUT:?}: its initialisers or ipcm_stack_v1() hang"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(5));
+    let status =
+        crate::this_binary::wait_within(&mut child, PROBE_TIMEOUT, Duration::from_millis(5))?;
+    let Some(status) = status else {
+        return Err(format!(
+            "loading it did not finish in {PROBE_TIMEOUT:?}: its initialisers or ipcm_stack_v1() hang"
+        ));
+    };
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(0), _) => Ok(()),
+        // Refused with a reason the command gives again when it loads it.
+        (Some(2), _) => Ok(()),
+        (_, Some(signal)) => Err(format!(
+            "loading it killed the process that loaded it (signal {signal}): its initialisers or ipcm_stack_v1() crashed"
+        )),
+        (code, _) => Err(format!(
+            "loading it ended the process that loaded it (exit status {code:?})"
+        )),
     }
 }

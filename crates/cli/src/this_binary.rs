@@ -4,7 +4,8 @@
 //! start a binary of the emulated CPU by itself (no binfmt_misc is assumed).
 
 use ipc_matrix_scenario::PEER_RUNNER_ENV;
-use std::process::Command;
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
 
 /// A command that starts this binary again, the way its peers are started.
 pub fn command() -> std::io::Result<Command> {
@@ -22,4 +23,25 @@ pub fn command() -> std::io::Result<Command> {
         }
         None => Command::new(exe),
     })
+}
+
+/// Waits for `child`, looking every `period`: its exit status, or `None` once `limit` has
+/// passed, the child then killed and reaped.
+pub fn wait_within(
+    child: &mut Child,
+    limit: Duration,
+    period: Duration,
+) -> Result<Option<ExitStatus>, String> {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            return Ok(Some(status));
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(period);
+    }
 }

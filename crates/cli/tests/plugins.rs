@@ -269,6 +269,13 @@ fn a_plugin_under_a_built_in_transports_name_is_refused_before_anything_runs() {
     assert!(!scratch.path("out").exists(), "{output}");
 }
 
+/// Whether the harness's output has the line `test <check> ... <outcome>`.
+fn reported(output: &str, check: &str, outcome: &str) -> bool {
+    output
+        .lines()
+        .any(|l| l.starts_with(&format!("test {check} ")) && l.ends_with(&format!("... {outcome}")))
+}
+
 /// Builds the library of `way` (none: the example) into a scratch folder whose matrix
 /// names it, and runs `ipc-matrix conformance` there with `args`.
 fn conformance_with(way: Option<&str>, args: &[&str]) -> (Option<i32>, String) {
@@ -293,12 +300,7 @@ fn the_conformance_suite_passes_for_the_example_c_stack_in_one_call() {
         "seqpacket::loaned-echo",
         "seqpacket::loans-refuse-misuse",
     ] {
-        assert!(
-            output
-                .lines()
-                .any(|l| l.starts_with(&format!("test {check} ")) && l.ends_with("... ok")),
-            "{check}: {output}"
-        );
+        assert!(reported(&output, check, "ok"), "{check}: {output}");
     }
 }
 
@@ -316,12 +318,7 @@ fn the_conformance_suite_fails_a_stack_that_hands_over_less_than_it_received() {
         ],
     );
     assert_eq!(code, Some(1), "{output}");
-    assert!(
-        output
-            .lines()
-            .any(|l| l.starts_with("test seqpacket::sizes ") && l.ends_with("... FAILED")),
-        "{output}"
-    );
+    assert!(reported(&output, "seqpacket::sizes", "FAILED"), "{output}");
     assert!(
         output.contains("first difference at byte offset 8"),
         "{output}"
@@ -411,12 +408,7 @@ fn a_crash_inside_the_library_fails_its_conformance_checks_not_the_run() {
     // receive) is that check's failure, named, and the harness still sums up every check.
     let (code, output) = conformance_with(Some("CRASHING_MEASURER"), &["--max-message", "64KiB"]);
     assert_eq!(code, Some(1), "{output}");
-    assert!(
-        output
-            .lines()
-            .any(|l| l.starts_with("test seqpacket::sizes ") && l.ends_with("... FAILED")),
-        "{output}"
-    );
+    assert!(reported(&output, "seqpacket::sizes", "FAILED"), "{output}");
     assert!(
         output.contains(
             "the check's process was killed by signal 11 (SIGSEGV), inside the stack's own code"

@@ -13,7 +13,7 @@ use std::io::Read;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Set in a check's own process to the test name of the one check it runs.
 const ONE_CHECK_ENV: &str = "IPC_MATRIX_CONFORMANCE_CHECK";
@@ -153,19 +153,11 @@ fn check_in_own_process(name: &str) -> Result<(), String> {
     });
     // Inside the harness's own limit, so that this check fails and the others go on.
     let limit = conformance::CHECK_LIMIT - Duration::from_secs(10);
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            break status;
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!(
-                "the check did not finish in {limit:.0?}, longer than every deadline of a check allows: a call into the stack did not return by its deadline; its process was stopped"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let status = crate::this_binary::wait_within(&mut child, limit, Duration::from_millis(20))?;
+    let Some(status) = status else {
+        return Err(format!(
+            "the check did not finish in {limit:.0?}, longer than every deadline of a check allows: a call into the stack did not return by its deadline; its process was stopped"
+        ));
     };
     // A peer the check started may hold the pipe open a little longer.
     let said = said
