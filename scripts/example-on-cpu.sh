@@ -10,7 +10,7 @@ copy=$1 triple=$2 bin=$3 fault=$4 cell=$5 runs=$6 arch=${2%%-*} libs=/ start=()
 leg="$triple@qemu" name="${copy##*/ipc-matrix-}" name="${name%.*}" root="$(repo_root)"
 qemu="$PINNED_QEMU/qemu-$arch" && [ -x "$qemu" ] || qemu="$(command -v "qemu-$arch")" || die "no qemu-$arch"
 if [ "$arch" != "$(uname -m)" ]; then
-  case "$triple" in *-gnu) libs="/usr/${triple/-unknown/}" ;; esac
+  read -r _ _ gnu <<<"$(cargo_runner "$triple")" && [ "${gnu:-static}" = static ] || libs="/usr/$gnu"
   start=(env QEMU_LD_PREFIX="$libs" "$qemu" -L "$libs")
 fi
 run=("${start[@]}" "$bin" run --count --qemu "$qemu" --count-plugin "$COUNT_PLUGIN" --profile quick)
