@@ -285,16 +285,24 @@ fn the_goodbye_is_read_by_the_process_the_cell_started() {
             ][..],
         ),
         (
+            // The started process exits right after its fork; on a loaded machine it may
+            // not yet have run to its exit when the child's last reply arrives, and is
+            // then seen alive beside a child holding the socket. Both are this failure.
             "forks",
             "sock = connect()\nif os.fork() > 0:\n    os._exit(0)\necho(sock, 43)\nread_exact(sock, 8)\nos._exit(0)\n",
-            &["before it was told goodbye"][..],
+            &["before it was told goodbye", "ran at the goodbye"][..],
         ),
         (
             // Closes its connection after its last reply and lingers, alive, so that the
-            // goodbye reaches a closed end: TCP resets it, a Unix socket refuses it.
+            // goodbye reaches a closed end: TCP resets it, a Unix socket refuses it (or,
+            // on a machine so loaded that the linger ran out first, it had exited).
             "closes-and-lingers",
             "import time\nsock = connect()\necho(sock, 43)\nsock.close()\ntime.sleep(0.5)\nos._exit(0)\n",
-            &["without reading its goodbye", "goodbye not delivered"][..],
+            &[
+                "without reading its goodbye",
+                "goodbye not delivered",
+                "before it was told goodbye",
+            ][..],
         ),
         (
             // The started process stays alive, waiting, while a child it forked does
