@@ -266,7 +266,8 @@ failure_summary() {
 }
 
 # Names every test that failed in the JUnit files this script's nextest runs wrote (not
-# older ones), so that a log's tail says which tests, not only which step.
+# older ones), with the start of its failure (its panic), so that a log's tail says which
+# tests and why, not only which step.
 failed_tests() {
   local files
   mapfile -t files < <(find "$(repo_root)/target/nextest" -name 'junit-*.xml' \
@@ -274,10 +275,21 @@ failed_tests() {
   [ "${#files[@]}" -gt 0 ] || return 0
   python3 - "${files[@]}" <<'PY' >&2 || true
 import sys, xml.etree.ElementTree as tree
+
+def why(case, lines=24, width=600):
+    """The failure's panic and what follows it (else its stderr's end), bounded."""
+    failed = case.find("failure") if case.find("failure") is not None else case.find("error")
+    text = next((t for t in [failed.text, case.findtext("system-err")] if t and "panicked at" in t),
+                case.findtext("system-err") or failed.text or failed.get("message") or "")
+    at = text.find("panicked at")
+    kept = text[at:].splitlines()[:lines] if at >= 0 else text.splitlines()[-lines:]
+    return ["      | " + line[:width] for line in kept]
+
 for path in sys.argv[1:]:
     for case in tree.parse(path).iter("testcase"):
         if case.find("failure") is not None or case.find("error") is not None:
             print(f"    test failed: {case.get('classname')} {case.get('name')} ({path.split('/target/')[-1]})")
+            print(*why(case), sep="\n")
 PY
 }
 
