@@ -218,10 +218,13 @@ struct LoanedEndpoint {
 
 impl LoanedEndpoint {
     fn loans(&mut self) -> Result<&mut dyn Loans, Broken> {
-        self.channel.loans().ok_or((
-            FailureKind::Setup,
-            "the transport has no loaned path, yet the cell was to loan".into(),
-        ))
+        // `_else`: on every round trip, so the error's text is made only when it happens.
+        self.channel.loans().ok_or_else(|| {
+            (
+                FailureKind::Setup,
+                "the transport has no loaned path, yet the cell was to loan".into(),
+            )
+        })
     }
 }
 
@@ -262,10 +265,12 @@ impl Endpoint for LoanedEndpoint {
     }
 
     fn reply(&mut self) -> Result<&[u8], Broken> {
-        self.loans()?.borrowed().ok_or((
-            FailureKind::Protocol,
-            "no reply is borrowed to check".into(),
-        ))
+        self.loans()?.borrowed().ok_or_else(|| {
+            (
+                FailureKind::Protocol,
+                "no reply is borrowed to check".into(),
+            )
+        })
     }
 
     fn peer(&mut self) -> &mut PeerProcess {

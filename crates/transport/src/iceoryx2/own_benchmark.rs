@@ -299,9 +299,9 @@ impl Participant for PubSub {
     }
 
     fn send(&mut self) -> Result<(), TransportError> {
-        let sample = self.loaned.take().ok_or(TransportError::Corrupt(
-            "a benchmark sample was sent before it was loaned".into(),
-        ))?;
+        let sample = self.loaned.take().ok_or_else(|| {
+            TransportError::Corrupt("a benchmark sample was sent before it was loaned".into())
+        })?;
         sample
             .send()
             .map(|_| ())
