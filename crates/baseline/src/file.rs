@@ -213,7 +213,10 @@ impl Baseline {
                 placement: r.placement,
                 runs: Vec::new(),
             };
-            let cell = self.cells.entry(r.cell.id.clone()).or_insert(fresh.clone());
+            let cell = self
+                .cells
+                .entry(r.cell.id.clone())
+                .or_insert_with(|| fresh.clone());
             if cell.placement != r.placement || cell.payload_bytes != r.cell.payload_bytes {
                 *cell = fresh;
             }

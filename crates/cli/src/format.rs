@@ -176,7 +176,7 @@ fn floor_rows(floors: &[SelectedFloor]) -> Table {
             right(
                 selected
                     .floor
-                    .map_or("not measured".into(), |f| nanos(f.p50_ns)),
+                    .map_or_else(|| "not measured".into(), |f| nanos(f.p50_ns)),
             ),
             TableCell::new(cells),
         ]);

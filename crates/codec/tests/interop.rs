@@ -864,7 +864,9 @@ fn frame_from_capnp_json(text: &str) -> Result<SensorFrame, String> {
         keys.iter()
             .map(|key| {
                 let mut found = members.iter().filter(|(k, _)| k == key);
-                let value = found.next().ok_or(format!("{what} has no `{key}`"))?;
+                let value = found
+                    .next()
+                    .ok_or_else(|| format!("{what} has no `{key}`"))?;
                 if found.next().is_some() {
                     return Err(format!("{what}.{key} appears more than once"));
                 }

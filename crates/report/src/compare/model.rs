@@ -300,7 +300,7 @@ pub(super) fn native_table(
             let mut row = vec![id.clone()];
             for (i, column) in native.iter().enumerate() {
                 let value = column.p50(id);
-                row.push(value.map_or("-".into(), nanos));
+                row.push(value.map_or_else(|| "-".into(), nanos));
                 if i > 0 {
                     row.push(match (first, value) {
                         (Some(a), Some(b)) if a > 0 => format!("{:.2}x", b as f64 / a as f64),
@@ -329,7 +329,11 @@ pub(super) fn emulated_table(
         .iter()
         .map(|(_, id)| {
             std::iter::once(id.clone())
-                .chain(emulated.iter().map(|c| c.p50(id).map_or("-".into(), nanos)))
+                .chain(
+                    emulated
+                        .iter()
+                        .map(|c| c.p50(id).map_or_else(|| "-".into(), nanos)),
+                )
                 .collect()
         })
         .collect();

@@ -40,7 +40,9 @@ pub fn markdown(legs: &[LegHistory], skipped: &[String]) -> String {
             let mut row = format!(
                 "| `{}` | {} |",
                 trend.id,
-                trend.moved().map_or("-".into(), |m| format!("{m:.2}x"))
+                trend
+                    .moved()
+                    .map_or_else(|| "-".into(), |m| format!("{m:.2}x"))
             );
             for (p50, failed) in trend.p50_ns[from..].iter().zip(&trend.failed[from..]) {
                 let cell = match (p50, failed) {
@@ -53,13 +55,13 @@ pub fn markdown(legs: &[LegHistory], skipped: &[String]) -> String {
             let _ = writeln!(
                 md,
                 "{row} {} | {} |",
-                trend.band.map_or("-".into(), |(b, _)| nanos(b)),
+                trend.band.map_or_else(|| "-".into(), |(b, _)| nanos(b)),
                 trend
                     .instructions
                     .last()
                     .copied()
                     .flatten()
-                    .map_or("-".into(), instructions)
+                    .map_or_else(|| "-".into(), instructions)
             );
         }
         md.push('\n');

@@ -123,8 +123,8 @@ fn change_card(result: &CellResult, cell: &CellVerdict, verdict: Verdict) -> Str
         let _ = writeln!(
             html,
             "<p>Median round trip {} &rarr; {}: <strong>{}</strong> (95 % interval), p = {}; a change must clear {:.1} % to count.</p>",
-            cell.baseline_p50_ns.map_or("-".into(), nanos),
-            cell.current_p50_ns.map_or("-".into(), nanos),
+            cell.baseline_p50_ns.map_or_else(|| "-".into(), nanos),
+            cell.current_p50_ns.map_or_else(|| "-".into(), nanos),
             ratio(change.ratio, change.ci_low, change.ci_high),
             p_value(change.p_value),
             change.margin * 100.0
@@ -141,7 +141,7 @@ fn change_card(result: &CellResult, cell: &CellVerdict, verdict: Verdict) -> Str
         let _ = writeln!(
             html,
             "<p>Guest instructions per round trip {} &rarr; {:.0}: <strong>{:.3}x</strong>; a change must clear {:.1} % to count{}.</p>",
-            i.baseline.map_or("-".into(), |b| format!("{b:.0}")),
+            i.baseline.map_or_else(|| "-".into(), |b| format!("{b:.0}")),
             i.current,
             i.ratio.unwrap_or(1.0),
             i.margin * 100.0,

@@ -90,7 +90,7 @@ impl LogLines {
             .iter()
             .zip(file)
             .position(|(a, b)| a != b)
-            .unwrap_or(expected.len().min(file.len()));
+            .unwrap_or_else(|| expected.len().min(file.len()));
         let line = first / self.line_bytes;
         let shown = |bytes: &[u8]| {
             let start = line * self.line_bytes;

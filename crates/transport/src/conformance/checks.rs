@@ -494,7 +494,10 @@ pub(super) fn hostile_header_refused(subject: Subject) -> Result<(), String> {
                      expected {}",
                     code,
                     status.and_then(|s| s.signal()),
-                    refusal.map_or("success".to_string(), |w| format!("a refusal naming {w:?}"))
+                    refusal.map_or_else(
+                        || "success".to_string(),
+                        |w| format!("a refusal naming {w:?}")
+                    )
                 ))
             }
         }

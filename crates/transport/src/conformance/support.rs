@@ -98,7 +98,7 @@ pub fn compare(what: &str, expected: &[u8], actual: &[u8]) -> Result<(), String>
         .iter()
         .zip(actual)
         .position(|(a, b)| a != b)
-        .unwrap_or(expected.len().min(actual.len()));
+        .unwrap_or_else(|| expected.len().min(actual.len()));
     let window = |b: &[u8]| {
         let end = (first + 8).min(b.len());
         format!("{:02x?}", &b[first.saturating_sub(8).min(end)..end])

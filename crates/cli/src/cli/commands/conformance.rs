@@ -174,7 +174,7 @@ fn check_in_own_process(name: &str) -> Result<(), String> {
         )),
         (code, _) => Err(format!(
             "the check's process exited with status {}{}",
-            code.map_or("?".into(), |c| c.to_string()),
+            code.map_or_else(|| "?".into(), |c| c.to_string()),
             stderr_words(&said)
         )),
     }

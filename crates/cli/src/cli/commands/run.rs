@@ -192,7 +192,7 @@ fn run_cells(
             Stored::Failed(e) => {
                 lost += 1;
                 result.outcome.passed = false;
-                result.outcome.failure.get_or_insert(Failure {
+                result.outcome.failure.get_or_insert_with(|| Failure {
                     kind: FailureKind::Setup,
                     round_trip: None,
                     reason: format!("its result could not be stored: {e}"),
