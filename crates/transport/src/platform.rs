@@ -142,11 +142,15 @@ pub fn process_table() -> std::io::Result<Vec<ProcessEntry>> {
 }
 
 /// Whether process `pid` holds a socket (a descriptor that is `socket:[inode]`): one that
-/// could send a reply. A process that cannot be looked at (gone, or of another user) is
-/// taken to hold one, so that what cannot be told is never a pass.
+/// could send a reply. A process that cannot be looked at (of another user) is taken to
+/// hold one, so that what cannot be told is never a pass. One gone since it was listed
+/// holds none: it is as if it had exited before the list was read (a wrapper's short
+/// command ending at that moment is no false failure).
 pub fn holds_a_socket(pid: u32) -> bool {
-    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return true;
+    let fds = match std::fs::read_dir(format!("/proc/{pid}/fd")) {
+        Ok(fds) => fds,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return false,
+        Err(_) => return true,
     };
     fds.filter_map(Result::ok).any(|fd| {
         std::fs::read_link(fd.path()).is_ok_and(|target| {
@@ -280,8 +284,9 @@ mod tests {
         drop(listener);
         child.kill().unwrap();
         child.wait().unwrap();
-        // Reaped: gone from the table; and a zombie never appears in it.
+        // Reaped: gone from the table, and holding nothing; a zombie never appears in it.
         assert!(!process_table().unwrap().iter().any(|p| p.pid == child.id()));
+        assert!(!holds_a_socket(child.id()));
         let zombie = "7 (a b) c) Z 1 7 7 0";
         assert_eq!(parse_stat(7, zombie), None);
         let odd = parse_stat(7, "7 (a b) c) S 1 9 7 0").unwrap();
