@@ -434,7 +434,7 @@ fn judge_instructions(
     };
     if counts.timing_dependent {
         notes.push(
-            "its instruction count depends on timing (a spun delay, a lossy transport, a stream message over the kernel's buffer or a peer on a second host), so it only informs".into(),
+            "its instruction count depends on timing (a spun delay, a lossy transport, a stream message over the kernel's buffer, a peer on a second host, or a stack that waits on threads of its own or by readiness), so it only informs".into(),
         );
     }
     let Some(centre) = (!totals.is_empty()).then(|| totals[totals.len() / 2]) else {
