@@ -14,12 +14,13 @@ dir="$(repo_root)/target/ipc-matrix/perturbed"
 case "$n" in
   1) exec "$@" ;;
   # The matrix in use (IPC_MATRIX_FILE, else ./matrix.yaml) and what lies beside it (its
-  # peers, a stack's libraries), each through a link from the farther folder.
-  2) far="$dir/a-folder-whose-name-makes-the-path-of-matrix-yaml-longer-than-usual"
-     matrix="$(realpath "${IPC_MATRIX_FILE:-matrix.yaml}")" || die "perturb.sh: no matrix.yaml here"
-     rm -rf "$far" && mkdir -p "$far"
+  # peers, a stack's libraries), each through a link from the farther folder: this run's
+  # own (a name of fixed length), so that runs at once never read each other's matrix.
+  2) matrix="$(realpath "${IPC_MATRIX_FILE:-matrix.yaml}")" || die "perturb.sh: no matrix.yaml here"
+     mkdir -p "$dir" && own="$(mktemp -d "$dir/run.XXXXXXXX")" && trap 'rm -rf "$own"' EXIT
+     far="$own/a-folder-whose-name-makes-the-path-of-matrix-yaml-longer-than-usual" && mkdir "$far"
      for entry in "$(dirname "$matrix")"/*; do ln -sfn "$entry" "$far/"; done
-     IPC_MATRIX_FILE="$far/$(basename "$matrix")" IPC_MATRIX_PERTURBATION="$(head -c 4096 /dev/zero | tr '\0' p)" exec "$@" ;;
+     IPC_MATRIX_FILE="$far/$(basename "$matrix")" IPC_MATRIX_PERTURBATION="$(head -c 4096 /dev/zero | tr '\0' p)" "$@" ;;
   # Short: iceoryx2's socket paths under TMPDIR must fit in 107 bytes.
   3) mkdir -p /tmp/ipcm-p3 && export TMPDIR=/tmp/ipcm-p3
      yes >/dev/null &
