@@ -4,7 +4,7 @@
 
 use crate::measure::Recorder;
 use ipc_matrix_codec::{Codec, DecodeError, FrameCodec, SensorFrame};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Room above the payload for a frame's structure (header, readings, label, framing).
 pub const FRAME_SLACK: usize = 4096;
@@ -15,6 +15,9 @@ pub struct CodecWork {
     encoded: Vec<u8>,
     pub encode_times: Recorder,
     pub decode_times: Recorder,
+    /// The last measured encoding's and decoding's times, not yet recorded (see
+    /// [`CodecWork::record_times`]).
+    unrecorded: (Option<Duration>, Option<Duration>),
     /// Labels of the instruction-counting windows of encoding and decoding, when counted.
     count: Option<(u64, u64)>,
 }
@@ -28,6 +31,7 @@ impl CodecWork {
             encoded: Vec::with_capacity(payload_bytes + FRAME_SLACK),
             encode_times: Recorder::new(),
             decode_times: Recorder::new(),
+            unrecorded: (None, None),
             count: None,
         }
     }
@@ -48,7 +52,8 @@ impl CodecWork {
         self.frame.header.sent_at_ns = 1_796_000_000_000_000_000 + index;
     }
 
-    /// Encodes the prepared frame; the time is kept when `measured`.
+    /// Encodes the prepared frame; the time is kept when `measured`, to be recorded by
+    /// [`CodecWork::record_times`].
     pub fn encode(&mut self, measured: bool) -> &[u8] {
         let window = self.count.filter(|_| measured).map(|(encode, _)| encode);
         window.inspect(|&label| ipc_matrix_count_window::open(label));
@@ -56,12 +61,13 @@ impl CodecWork {
         self.codec.encode(&self.frame, &mut self.encoded);
         window.inspect(|&label| ipc_matrix_count_window::close(label));
         if measured {
-            self.encode_times.record(started.elapsed());
+            self.unrecorded.0 = Some(started.elapsed());
         }
         &self.encoded
     }
 
-    /// Decodes a reply; the time is kept when `measured`.
+    /// Decodes a reply; the time is kept when `measured`, to be recorded by
+    /// [`CodecWork::record_times`].
     pub fn decode(&mut self, reply: &[u8], measured: bool) -> Result<SensorFrame, DecodeError> {
         let window = self.count.filter(|_| measured).map(|(_, decode)| decode);
         window.inspect(|&label| ipc_matrix_count_window::open(label));
@@ -69,9 +75,22 @@ impl CodecWork {
         let decoded = self.codec.decode(reply);
         window.inspect(|&label| ipc_matrix_count_window::close(label));
         if measured {
-            self.decode_times.record(started.elapsed());
+            self.unrecorded.1 = Some(started.elapsed());
         }
         decoded
+    }
+
+    /// Records the times kept since the last call. The round trip calls it once its
+    /// timer has stopped and its counting window has closed: a recording's cost depends
+    /// on the times themselves (the histogram's minimum and maximum, the growth of the
+    /// sample list), so inside the window it made the count move with timing.
+    pub fn record_times(&mut self) {
+        if let Some(encoded) = self.unrecorded.0.take() {
+            self.encode_times.record(encoded);
+        }
+        if let Some(decoded) = self.unrecorded.1.take() {
+            self.decode_times.record(decoded);
+        }
     }
 
     /// The first field where a decoded reply differs from the frame sent.

@@ -204,6 +204,9 @@ pub(crate) fn measure(
         if let Some(label) = counted {
             ipc_matrix_count_window::close(label);
         }
+        if let Requests::Frames(work) = &mut requests {
+            work.record_times();
+        }
         // For a progress display: after the timer and the counting window, one relaxed
         // store, nothing the round trips measure.
         if let Some(done) = &progress {
