@@ -57,6 +57,11 @@ impl<S: TimedStream> Framed<S> {
     }
 
     fn write_all(&mut self, mut data: &[u8], deadline: Instant) -> Result<(), TransportError> {
+        // Writes after the first wait for the reader to make room (the kernel's buffer
+        // was full), and how many it takes is timing: counting stops after the first,
+        // whether or not another comes, so that both cost the counted instructions the
+        // same.
+        let mut waiting = None;
         while !data.is_empty() {
             let stream = &mut self.stream;
             arm(deadline, "progress sending", &mut self.write_timeout, |t| {
@@ -64,7 +69,9 @@ impl<S: TimedStream> Framed<S> {
                     .set_write_timeout(t)
                     .map_err(TransportError::io("setting the send timeout"))
             })?;
-            match self.stream.write(data) {
+            let written = self.stream.write(data);
+            waiting.get_or_insert_with(ipc_matrix_count_window::pause);
+            match written {
                 Ok(0) => return Err(TransportError::Closed),
                 Ok(n) => data = &data[n..],
                 Err(e) if is_retry(&e) => continue,
@@ -79,14 +86,22 @@ impl<S: TimedStream> Framed<S> {
     /// reading past `buf`'s end then).
     fn read_exact(&mut self, buf: &mut [u8], deadline: Instant) -> Result<(), TransportError> {
         let mut done = 0;
+        // Reads after the first wait for what had not arrived yet, and how many it takes
+        // is timing: counting stops after the first read, whether or not another comes,
+        // so that both cost the counted instructions the same.
+        let mut waiting = None;
         while done < buf.len() {
             let missing = buf.len() - done;
             if self.taken == self.filled {
                 if missing >= self.inbox.len() {
-                    done += self.read_some(BufferOf::Message(&mut buf[done..]), deadline)?;
+                    let read = self.read_some(BufferOf::Message(&mut buf[done..]), deadline);
+                    waiting.get_or_insert_with(ipc_matrix_count_window::pause);
+                    done += read?;
                     continue;
                 }
-                self.filled = self.read_some(BufferOf::Inbox, deadline)?;
+                let read = self.read_some(BufferOf::Inbox, deadline);
+                waiting.get_or_insert_with(ipc_matrix_count_window::pause);
+                self.filled = read?;
                 self.taken = 0;
             }
             let n = missing.min(self.filled - self.taken);

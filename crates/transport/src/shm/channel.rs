@@ -323,36 +323,28 @@ impl ShmChannel {
     }
 
     /// Checks the chunk at `tail` of the ring this side receives on, which the producer
-    /// has published (its counter read as `published`, past `tail`), as the next chunk of
-    /// `message`: the length it announces within `limit` (TooLarge, before anything is
-    /// taken), the chunk within its slot and what its message has left, the same length
-    /// announced by every chunk of a message, and its flag true to the message's end
-    /// (Corrupt otherwise). Counts it as taken; the slot stays to be freed.
+    /// has published (its counter seen past `tail`), as the next chunk of `message`: the
+    /// length it announces within `limit` (TooLarge, before anything is taken), the chunk
+    /// within its slot and what its message has left, the same length announced by every
+    /// chunk of a message, and its flag true to the message's end (Corrupt otherwise).
+    /// Counts it as taken; the slot stays to be freed.
     #[inline]
     pub(super) fn check_chunk(
         &self,
         tail: u32,
-        published: Published,
         limit: usize,
         message: &mut Incoming,
     ) -> Result<Chunk, TransportError> {
         let slot = self.slot(self.rx, tail);
-        // SAFETY (both reads): the counter was read with Acquire after the producer's
-        // Release, so the slot's header and bytes are visible; the slot is ours until
-        // tail is published. The counter tells this chunk's length when this chunk is
-        // the last one published; otherwise the slot's header does. A message of one
-        // chunk is as long as its chunk. Each field is read once: what is checked is
-        // what is used.
-        let published = match published.count == tail.wrapping_add(1) {
-            true => published,
-            false => {
-                // SAFETY: `slot` starts a slot of the mapped segment (its place was
-                // checked against the layout); the slot's 16-byte header holds this
-                // aligned u32 at its start.
-                let info = unsafe { slot.cast::<u32>().read() };
-                Published::with_info(tail.wrapping_add(1), info)
-            }
-        };
+        // The slot's header tells the chunk's length and flag. The counter tells them too,
+        // but only of the last chunk published: taking them from one place or the other
+        // by when the consumer looks made the counted instructions depend on timing.
+        // Each field is read once: what is checked is what is used.
+        // SAFETY: the counter was read with Acquire after the producer's Release, so the
+        // slot's header and bytes are visible (also to the reads below); the slot is ours
+        // until tail is published; its header holds an aligned u32 at its start.
+        let info = unsafe { slot.cast::<u32>().read() };
+        let published = Published::with_info(tail.wrapping_add(1), info);
         let chunk = published.chunk as usize;
         let announced = match (message.expected, published.more) {
             (None, false) => chunk as u64,
@@ -418,19 +410,18 @@ impl ShmChannel {
         self.publish(&self.ring(self.rx).tail, Published::count(*tail));
     }
 
-    /// Takes the chunk published at `tail` (its counter read as `published`) into `buf`,
+    /// Takes the chunk published at `tail` into `buf`,
     /// the next chunk of `message` once checked ([`Self::check_chunk`]), and frees its
     /// slot; says whether it ended the message.
     #[inline]
     pub(super) fn take_chunk(
         &self,
-        published: Published,
         tail: &mut u32,
         limit: usize,
         buf: &mut Vec<u8>,
         message: &mut Incoming,
     ) -> Result<bool, TransportError> {
-        let chunk = self.check_chunk(*tail, published, limit, message)?;
+        let chunk = self.check_chunk(*tail, limit, message)?;
         // `buf` holds the message's earlier chunks: room for the whole message, which
         // check_chunk found within the limit, once (a no-op after the first chunk).
         let expected = message
@@ -461,9 +452,8 @@ impl ShmChannel {
         buf.clear();
         loop {
             let next = *tail;
-            let published =
-                self.wait_for(&ring.head, |head| head.count != next, deadline, "message")?;
-            if self.take_chunk(published, tail, limit, buf, &mut message)? {
+            self.wait_for(&ring.head, |head| head.count != next, deadline, "message")?;
+            if self.take_chunk(tail, limit, buf, &mut message)? {
                 return Ok(());
             }
         }
@@ -487,9 +477,8 @@ impl ShmChannel {
         let mut message = Incoming::default();
         loop {
             let next = *tail;
-            let published =
-                self.wait_for(&ring.head, |head| head.count != next, deadline, "message")?;
-            let chunk = self.check_chunk(next, published, limit, &mut message)?;
+            self.wait_for(&ring.head, |head| head.count != next, deadline, "message")?;
+            let chunk = self.check_chunk(next, limit, &mut message)?;
             let len = message
                 .expected
                 .expect("a checked chunk's message has a length");
@@ -543,29 +532,37 @@ impl ShmChannel {
         let mut sent = 0;
         loop {
             let next = *tail;
-            // Before the first request chunk is out, no reply chunk is due; after the
-            // last, the reply is waited for as `recv` waits (whether or not it is there
-            // yet), so that the counted instructions do not depend on when it comes.
-            let ready = match sent > 0 && sent < request.len() {
-                false => None,
-                true => Some(Published::unpack(ring.head.value.load(Ordering::Acquire)))
-                    .filter(|head| head.count != next),
-            };
-            let published = match ready {
-                Some(published) => published,
-                None if sent < request.len() && self.has_free_slot(*head, tail_seen) => {
-                    sent = self.put_chunk(request, sent, head);
-                    continue;
+            // Which ring a turn serves depends on when the peer's chunks come: the choice,
+            // and the wait it may need, are never counted, and every turn costs the same
+            // one pause, so that the counted instructions depend on the chunks only.
+            let turn = {
+                let _choosing = ipc_matrix_count_window::pause();
+                // Before the first request chunk is out, no reply chunk is due; after the
+                // last, the reply is waited for as `recv` waits (whether or not it is
+                // there yet).
+                let ready = sent > 0
+                    && sent < request.len()
+                    && Published::unpack(ring.head.value.load(Ordering::Acquire)).count != next;
+                match ready {
+                    true => Turn::Take,
+                    false if sent < request.len() && self.has_free_slot(*head, tail_seen) => {
+                        Turn::Put
+                    }
+                    false => {
+                        let what = match sent < request.len() {
+                            true => "reply chunk while the request's slots are full",
+                            false => "message",
+                        };
+                        self.wait_for(&ring.head, |head| head.count != next, deadline, what)?;
+                        Turn::Take
+                    }
                 }
-                None => {
-                    let what = match sent < request.len() {
-                        true => "reply chunk while the request's slots are full",
-                        false => "message",
-                    };
-                    self.wait_for(&ring.head, |head| head.count != next, deadline, what)?
-                }
             };
-            if self.take_chunk(published, tail, limit, reply, &mut message)? {
+            if let Turn::Put = turn {
+                sent = self.put_chunk(request, sent, head);
+                continue;
+            }
+            if self.take_chunk(tail, limit, reply, &mut message)? {
                 if sent < request.len() {
                     self.send_chunks(request, sent, deadline, head, tail_seen)?;
                 }
@@ -573,6 +570,13 @@ impl ShmChannel {
             }
         }
     }
+}
+
+/// What a turn of [`ShmChannel::exchange_chunks`] does: put the next request chunk into
+/// a free slot, or take the reply chunk published.
+enum Turn {
+    Put,
+    Take,
 }
 
 impl Channel for ShmChannel {

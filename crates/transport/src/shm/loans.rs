@@ -117,14 +117,14 @@ impl Loans for ShmChannel {
             return Err(TransportError::Loan("a message is already borrowed".into()));
         }
         let next = self.rx_tail;
-        let published = self.wait_for(
+        self.wait_for(
             &self.ring(self.rx).head,
             |head| head.count != next,
             deadline,
             "message",
         )?;
         let mut message = Incoming::default();
-        let chunk = self.check_chunk(next, published, limit, &mut message)?;
+        let chunk = self.check_chunk(next, limit, &mut message)?;
         if !chunk.ends {
             // Not taken: the slot stays where it is, and the channel is left to fail.
             return Err(TransportError::Loan(format!(
