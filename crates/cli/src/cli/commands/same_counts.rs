@@ -3,7 +3,7 @@
 //! repository pins (the same commit counted in another userland, on another machine). A
 //! cell whose count gates (its verdict against the baseline gates) fails when the two
 //! differ by more than its accepted runs' noise: the invariance limit the baseline's
-//! perturbed runs are held to (`INSTRUCTION_INVARIANCE`, 0.01 %), or three times their
+//! perturbed runs are held to (`INSTRUCTION_INVARIANCE`, 0.0001 %), or three times their
 //! spread when wider, as a verdict's margin widens. The host's C library moved counts by
 //! 1-10 %, so that is far above the noise. A cell that only informs (timing-dependent,
 //! or moved under the baseline's perturbations) is shown with how far it moved. Counts
