@@ -200,7 +200,10 @@ pub(super) fn exchange_with_a_late_peer(subject: Subject) -> Result<(), String> 
     let took = start.elapsed();
     match result {
         Err(TransportError::Timeout { .. }) if took >= wait && took < wait + PROMPT => Ok(()),
-        Ok(()) if subject.is_stack() && took >= LATE_BY && took < wait + PROMPT => {
+        // How late the peer is counts from its start, before `start` (the channel was
+        // opened meanwhile): on a loaded machine its reply may come sooner after `start`
+        // than LATE_BY, so only the deadline bounds it.
+        Ok(()) if subject.is_stack() && took < wait + PROMPT => {
             compare("the late peer's reply", &request, &reply)
         }
         other => Err(format!(
