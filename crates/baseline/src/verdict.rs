@@ -46,13 +46,9 @@ pub const INSTRUCTION_NOISE_FACTOR: f64 = 3.0;
 /// moved with something besides the code: the baseline's runs are made under
 /// perturbations (another path length, a larger environment, CPU hogs), and a count that
 /// moves under any of them depends on the process's incidental state or on timing, so it
-/// only informs. The cells that gate count the same to the last instruction under them:
-/// the limit only absorbs the rounding of a mean over thousands of windows. Where the
-/// harness took a branch by timing inside a counted window (a histogram's minimum, a
-/// read that returns part of a frame, which ring a turn serves) the count moved by
-/// 0.0001-0.01 %; those branches are out of the windows now. iceoryx2's publisher takes
-/// back a returned sample in whichever loan first finds it returned (0.0005-0.009 %), and
-/// libzmq's and tokio's own threads move theirs by 0.1-0.9 %: those inform.
+/// only informs. A cell that gates counts the same to the last instruction under them:
+/// the limit only absorbs the rounding of a mean over thousands of windows (the book's
+/// instruction-counts page says which cells move, and why).
 /// `report --same-counts-as` holds a second count of a gating cell to this limit too (or
 /// to its accepted runs' noise, when wider).
 pub const INSTRUCTION_INVARIANCE: f64 = 0.000_001;
