@@ -94,14 +94,11 @@ impl<S: TimedStream> Framed<S> {
             let missing = buf.len() - done;
             if self.taken == self.filled {
                 if missing >= self.inbox.len() {
-                    let read = self.read_some(BufferOf::Message(&mut buf[done..]), deadline);
-                    waiting.get_or_insert_with(ipc_matrix_count_window::pause);
-                    done += read?;
+                    let into = BufferOf::Message(&mut buf[done..]);
+                    done += self.read_some(into, deadline, &mut waiting)?;
                     continue;
                 }
-                let read = self.read_some(BufferOf::Inbox, deadline);
-                waiting.get_or_insert_with(ipc_matrix_count_window::pause);
-                self.filled = read?;
+                self.filled = self.read_some(BufferOf::Inbox, deadline, &mut waiting)?;
                 self.taken = 0;
             }
             let n = missing.min(self.filled - self.taken);
@@ -113,11 +110,13 @@ impl<S: TimedStream> Framed<S> {
     }
 
     /// One read that returns at least one byte (retried while it would block or was
-    /// interrupted), bounded by `deadline`.
+    /// interrupted), bounded by `deadline`. Counting stops in `waiting` after the first
+    /// read: a retry (its call timed out, or was interrupted) is waiting too.
     fn read_some(
         &mut self,
         into: BufferOf<'_>,
         deadline: Instant,
+        waiting: &mut Option<ipc_matrix_count_window::Pause>,
     ) -> Result<usize, TransportError> {
         let buf = match into {
             BufferOf::Inbox => &mut self.inbox[..],
@@ -130,7 +129,9 @@ impl<S: TimedStream> Framed<S> {
                     .set_read_timeout(t)
                     .map_err(TransportError::io("setting the receive timeout"))
             })?;
-            match self.stream.read(buf) {
+            let read = self.stream.read(buf);
+            waiting.get_or_insert_with(ipc_matrix_count_window::pause);
+            match read {
                 Ok(0) => return Err(TransportError::Closed),
                 Ok(n) => return Ok(n),
                 Err(e) if is_retry(&e) => continue,
