@@ -196,6 +196,39 @@ zig_env() {
   # Recorded with each count (its C library is this zig's musl).
   IPC_MATRIX_ZIG="zig $("$venv/bin/python3" -m ziglang version)"
   export IPC_MATRIX_ZIG
+  fixed_paths_env "$@"
+}
+
+# Where the checkout, its target/ and cargo's home lie must not reach the counted code:
+# the paths compiled into it (the dependencies' panic locations, libzmq's assertions) are
+# written under fixed names, so any checkout on any machine builds the same bytes (a
+# path's length moves every constant after it, and the counts with their alignment).
+fixed_paths_env() {
+  local root target home t var rust=() c=() from
+  # As the compilers see them: with no symbolic link left.
+  root="$(realpath -m "$(repo_root)")"
+  target="$(realpath -m "${CARGO_TARGET_DIR:-$root/target}")"
+  home="$(realpath -m "${CARGO_HOME:-$HOME/.cargo}")"
+  local prefixes=("$home=/cargo-home" "$root=/ipc-matrix")
+  # A target/ elsewhere than the checkout's (prefixes that overlap are mapped in an order
+  # the compilers do not agree on).
+  case "$target/" in "$root"/*) ;; *) prefixes+=("$target=/ipc-matrix-target") ;; esac
+  for from in "${prefixes[@]}"; do
+    case "$from" in
+      *[[:space:]]*)
+        say "warning: ${from%=*} holds a space, so it stays in the counted build: counts made in this folder may differ from counts made elsewhere"
+        continue
+        ;;
+    esac
+    rust+=("--remap-path-prefix=$from")
+    c+=("-ffile-prefix-map=$from")
+  done
+  for t in "$@"; do
+    var="$(printf '%s' "$t" | tr 'a-z-' 'A-Z_')"
+    export "CARGO_TARGET_${var}_RUSTFLAGS=${rust[*]}"
+    var="$(printf '%s' "$t" | tr '-' '_')"
+    export "CFLAGS_${var}=${c[*]}" "CXXFLAGS_${var}=${c[*]}"
+  done
 }
 
 # mdbook, which builds the book (docs/), pinned and built once into target/tools/, without

@@ -17,6 +17,41 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// Room for a folder compiled into the binary: a path in as many bytes as it has would
+/// move every constant after it, and with them the alignments the counted code meets,
+/// so that a checkout at another path counted other instructions (one per round trip in
+/// most x86_64 cells). In a fixed room, the binary's layout is the same wherever it is
+/// built.
+pub const COMPILED_PATH_ROOM: usize = 4096;
+
+/// A folder compiled into the binary, in [`COMPILED_PATH_ROOM`] bytes whatever its length:
+/// `static DIR: CompiledPath = CompiledPath::new(env!("CARGO_MANIFEST_DIR"));`.
+pub struct CompiledPath([u8; COMPILED_PATH_ROOM]);
+
+impl CompiledPath {
+    pub const fn new(path: &str) -> Self {
+        let bytes = path.as_bytes();
+        assert!(
+            bytes.len() < COMPILED_PATH_ROOM,
+            "a compiled-in path is longer than COMPILED_PATH_ROOM"
+        );
+        let mut room = [0u8; COMPILED_PATH_ROOM];
+        let mut i = 0;
+        while i < bytes.len() {
+            room[i] = bytes[i];
+            i += 1;
+        }
+        Self(room)
+    }
+
+    /// The path (up to its first NUL, which no Unix path holds).
+    pub fn as_path(&self) -> &Path {
+        use std::os::unix::ffi::OsStrExt;
+        let len = self.0.iter().position(|&b| b == 0).unwrap_or(self.0.len());
+        Path::new(std::ffi::OsStr::from_bytes(&self.0[..len]))
+    }
+}
+
 /// Runs the door of the test crate in `crate_dir` (its `CARGO_MANIFEST_DIR`): serves as a
 /// peer when started as one; else one trial per cell of the profile, then `extra`.
 pub fn run(crate_dir: &Path, extra: Vec<Trial>) -> ExitCode {
@@ -125,5 +160,25 @@ fn run_matrix_cell(cell: &Cell, out: &Path, project: &Path) -> Result<(), Failed
     match result.outcome.failure {
         None => Ok(()),
         Some(failure) => Err(format!("{}: {}", cell.id, failure.reason).into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Paths of any length take the same room, and come back as they went in.
+    #[test]
+    fn a_compiled_path_takes_the_same_room_whatever_its_length() {
+        static SHORT: CompiledPath = CompiledPath::new("/w");
+        static LONG: CompiledPath =
+            CompiledPath::new("/tmp/a checkout/at a path of yet another length/crates/cli");
+        assert_eq!(std::mem::size_of_val(&SHORT), COMPILED_PATH_ROOM);
+        assert_eq!(std::mem::size_of_val(&LONG), COMPILED_PATH_ROOM);
+        assert_eq!(SHORT.as_path(), Path::new("/w"));
+        assert_eq!(
+            LONG.as_path(),
+            Path::new("/tmp/a checkout/at a path of yet another length/crates/cli")
+        );
     }
 }

@@ -96,8 +96,10 @@ macro_rules! test_main {
                 $(::std::boxed::Box::leak(::std::boxed::Box::new($stack))
                     as &'static dyn $crate::stack_entry::Stack),*
             ]);
+            static IPC_MATRIX_CRATE_DIR: $crate::door::CompiledPath =
+                $crate::door::CompiledPath::new(env!("CARGO_MANIFEST_DIR"));
             $crate::door::run(
-                ::std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+                IPC_MATRIX_CRATE_DIR.as_path(),
                 $crate::door::faults::registered_stacks_fault_trials(),
             )
         }

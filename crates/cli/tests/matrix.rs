@@ -7,6 +7,7 @@ use ipc_matrix::door::faults::{
     check_fault, echo_fault_trials, echo_variants, failure_under_fault, fault_cell, loaned_cells,
     reported_offset, timeout_for, took_the_asked_path, FAULT_AT,
 };
+use ipc_matrix::door::CompiledPath;
 use ipc_matrix_codec::{FrameCodec, SensorFrame};
 use ipc_matrix_results::FailureKind;
 use ipc_matrix_scenario::{run_cell, Fault, FaultKind, RunOptions, Spot};
@@ -15,7 +16,6 @@ use ipc_matrix_spec::{
     ScenarioKind, TransportKind, WakeMode, Work, CELL_GROUP_FAULT,
 };
 use libtest_mimic::{Failed, Trial};
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -26,7 +26,8 @@ static HEAP: ipc_matrix_scenario::CountedHeap = ipc_matrix_scenario::CountedHeap
 fn main() -> ExitCode {
     let mut trials = echo_fault_trials(&ChannelKind::ALL);
     trials.extend(fault_trials());
-    ipc_matrix::door::run(Path::new(env!("CARGO_MANIFEST_DIR")), trials)
+    static CRATE_DIR: CompiledPath = CompiledPath::new(env!("CARGO_MANIFEST_DIR"));
+    ipc_matrix::door::run(CRATE_DIR.as_path(), trials)
 }
 
 /// The fault trials beyond the echo ones (`ipc_matrix::door::faults`): other kinds' peers,
