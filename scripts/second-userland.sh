@@ -98,14 +98,21 @@ binds+=("$nextest")
 [ "$target_dir" = "$root/target" ] || binds+=("$target_dir")
 say "count pass of $triple in the second userland (results: $there/$leg)"
 status=0
+# The same binaries must run in there: a build in there would mean its environment
+# differs from the build's out here (and would fail, zig's Python being this one's).
+built() { stat -c '%n %Y' "$target_dir/$counted/debug/deps/"matrix-* 2>/dev/null | sort; }
+before="$(built)"
 pass=(HOME="$HOME" PATH="$cargo_home/bin:$(dirname "$nextest"):/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" TERM=dumb
   CARGO_HOME="$cargo_home" RUSTUP_HOME="$rustup_home" IPC_MATRIX_OUT="$there"
   IPC_MATRIX_PROFILE="$profile" IPC_MATRIX_COUNT_PASS_PREPARED=1)
 [ -z "${CARGO_TARGET_DIR:-}" ] || pass+=(CARGO_TARGET_DIR="$CARGO_TARGET_DIR")
+# What zig_env set for the counted build out here (its compilers, its linker, the flags
+# that keep paths out of it), so that the build in there finds nothing to do.
 while IFS= read -r -d '' line; do
   case "$line" in
     AR_*musl=* | BINDGEN_EXTRA_CLANG_ARGS_*musl=* | CARGO_TARGET_*MUSL_LINKER=* | \
-      CARGO_ZIGBUILD_* | IPC_MATRIX_ZIG=* | CC_*musl=* | CMAKE_TOOLCHAIN_FILE_*musl=* | CXX_*musl=* | RANLIB_*musl=*)
+      CARGO_ZIGBUILD_* | IPC_MATRIX_ZIG=* | CC_*musl=* | CMAKE_TOOLCHAIN_FILE_*musl=* | CXX_*musl=* | RANLIB_*musl=* | \
+      CARGO_TARGET_*MUSL_RUSTFLAGS=* | CFLAGS_*musl=* | CXXFLAGS_*musl=*)
       pass+=("$line") ;;
   esac
 done < <(env -0)
@@ -131,6 +138,10 @@ done < <(env -0)
     done
     exec chroot "$userland" bash -c "cd \"\$0\" && exec scripts/count-pass.sh \"\$@\"" "$root" "$@"
   ' second-userland "$userland" "$root" "${binds[@]}" -- "$triple" "$@" || status=$?
+if [ "$(built)" != "$before" ]; then
+  say "the count pass in the second userland built the counted binary again: the environment given to it (above) differs from the one its build out here had"
+  first_failure 1 "the second userland built the counted binary again"
+fi
 # The results in there were written by root of the namespace: the report reads them here.
 # Judged against the committed baselines; then this machine's run, cell by cell, against
 # them: a cell that gates here and was not counted there fails too.
