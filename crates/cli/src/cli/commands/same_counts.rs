@@ -102,7 +102,7 @@ pub fn compare(report: &LegReport, other: &Path) -> Result<SameCounts> {
     }
     let _ = writeln!(
         table,
-        "\n{same} cells counted the same to the last digit, {within} within their accepted runs' noise (at least {} %), {informs} moved that only inform, {} differ that gate.",
+        "\n{same} cells counted the same to the last digit, {within} within their accepted runs' noise (at least {:.4} %), {informs} moved that only inform, {} differ that gate.",
         INSTRUCTION_INVARIANCE * 100.0,
         differing.len()
     );
