@@ -42,6 +42,12 @@ fn judged(current: CellResult, baseline: &Baseline) -> RunVerdict {
     judge(&[current], Some(baseline), RegressionPolicy::default())
 }
 
+/// The first cell's notes hold one containing `text`.
+fn assert_has_note(v: &RunVerdict, text: &str) {
+    let notes = &v.cells[0].notes;
+    assert!(notes.iter().any(|n| n.contains(text)), "{notes:?}");
+}
+
 fn instruction_verdict(v: &RunVerdict) -> (Verdict, bool) {
     let i = v.cells[0]
         .instructions
@@ -84,14 +90,7 @@ fn a_side_that_moved_does_not_gate_though_the_total_hides_it() {
     let v = judged(counted(2767.0, 2381.0), &base);
     let i = v.cells[0].instructions.as_ref().unwrap();
     assert!(!i.gating, "{i:?}");
-    assert!(
-        v.cells[0]
-            .notes
-            .iter()
-            .any(|n| n.contains("moved by 0.0002 %")),
-        "{:?}",
-        v.cells[0].notes
-    );
+    assert_has_note(&v, "moved by 0.0002 %");
     // Both sides the same in every run: it gates.
     let exact = baseline_of(&[counted(2767.0, 2381.0), counted(2767.0, 2381.0)]);
     assert!(
@@ -117,13 +116,9 @@ fn accepted_runs_that_spread_widen_the_margin_and_only_inform() {
     let regressed = judged(counted(3000.0, 1000.0), &base);
     assert_eq!(instruction_verdict(&regressed), (Verdict::Regressed, false));
     assert_eq!(regressed.gating_regressions().count(), 0);
-    assert!(
-        regressed.cells[0]
-            .notes
-            .iter()
-            .any(|n| n.contains("moved by 10.0000 % between the baseline's 2 accepted runs")),
-        "{:?}",
-        regressed.cells[0].notes
+    assert_has_note(
+        &regressed,
+        "moved by 10.0000 % between the baseline's 2 accepted runs",
     );
 }
 
