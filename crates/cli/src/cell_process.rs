@@ -13,6 +13,7 @@
 use ipc_matrix_results::{CellResult, Failure, FailureKind};
 use ipc_matrix_scenario::{run_cell, unfinished_cell, RunOptions};
 use ipc_matrix_spec::{Cell, StackName, TransportKind, Work};
+use ipc_matrix_transport::FORK_TO_EXEC_LIMIT;
 use serde::{Deserialize, Serialize};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -139,12 +140,13 @@ pub fn run_in_own_process(cell: &Cell, options: &RunOptions) -> CellResult {
             .as_fd()
             .try_clone_to_owned()
             .map_err(|e| format!("passing on stderr: {e}"))?;
-        let mut child = crate::this_binary::command()
-            .map_err(|e| format!("finding this binary: {e}"))?
+        let mut command =
+            crate::this_binary::command().map_err(|e| format!("finding this binary: {e}"))?;
+        command
             .env(CELL_PROCESS_ENV, &dir.path)
             .stdin(Stdio::null())
-            .stdout(Stdio::from(stderr))
-            .spawn()
+            .stdout(Stdio::from(stderr));
+        let mut child = ipc_matrix_transport::spawn_within(&mut command, FORK_TO_EXEC_LIMIT)
             .map_err(|e| format!("starting its process: {e}"))?;
         let progress_file = dir.path.join(PROGRESS_FILE);
         let mut last_heard = Instant::now();

@@ -3,6 +3,7 @@
 
 use crate::external::{ExternalPeerConfig, ResolvedCommand};
 use crate::peer::{PeerConfig, SERVE_ARG};
+use ipc_matrix_transport::FORK_TO_EXEC_LIMIT;
 use std::io::{self, Read};
 use std::os::fd::RawFd;
 use std::path::Path;
@@ -168,14 +169,14 @@ impl PeerProcess {
         // SAFETY: the closure calls only fcntl, prctl, getppid and sched_setaffinity, on
         // data allocated before fork.
         unsafe { std::os::unix::process::CommandExt::pre_exec(&mut command, in_child) };
-        let mut child = command
+        command
             .arg(SERVE_ARG)
             .arg("--config")
             .arg(json)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
+            .stderr(Stdio::piped());
+        let mut child = ipc_matrix_transport::spawn_within(&mut command, FORK_TO_EXEC_LIMIT)
             .map_err(|e| {
                 let what = match runner.is_empty() {
                     false => format!(

@@ -8,7 +8,7 @@
 //! Layers, each module using only those below it:
 //! 1. `error`, `address`: what fails, and where a peer connects;
 //! 2. `contract` ([`Channel`], [`Acceptor`]); `platform`: the Linux specifics (futexes,
-//!    CPUs, liveness of a process);
+//!    CPUs, liveness of a process); `start`: starting a process with a deadline;
 //! 3. `wait`: deadlines, retries, spinning and liveness checks; `artifact`: names and life
 //!    locks of what a run makes in shared places;
 //! 4. `framing` (whole messages over a byte stream); the transports that need no framing,
@@ -34,6 +34,7 @@ mod platform;
 mod plugin;
 mod shm;
 mod stack;
+mod start;
 mod sweep;
 mod tcp;
 mod udp;
@@ -58,5 +59,6 @@ pub use shm::{SHM_CHUNK, SHM_RING_SLOTS};
 pub use stack::{
     plugin_library, register_stack, registered_plugins, registered_stacks, Stack, StackAcceptor,
 };
+pub use start::{spawn_within, FORK_TO_EXEC_LIMIT, STARTED_ENV};
 pub use sweep::{remove_stale_artifacts, remove_stale_artifacts_in, Removed};
 pub use wait::is_retry;

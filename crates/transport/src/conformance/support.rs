@@ -2,6 +2,7 @@
 //! process (this same binary, started again), and segments with hand-written headers.
 
 use crate::address::PeerAddress;
+use crate::start::FORK_TO_EXEC_LIMIT;
 use ipc_matrix_spec::ChannelKind;
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -157,15 +158,15 @@ impl Peer {
             unsafe { std::os::unix::process::CommandExt::pre_exec(&mut command, clear_cloexec) };
         }
         let json = serde_json::to_string(address).map_err(|e| e.to_string())?;
-        let mut child = command
+        command
             .env(PEER_ROLE_ENV, role)
             .env(PEER_ADDRESS_ENV, json)
             .env(PEER_LIMIT_ENV, limit.to_string())
             .env(PEER_PARENT_ENV, std::process::id().to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
+            .stderr(Stdio::piped());
+        let mut child = crate::start::spawn_within(&mut command, FORK_TO_EXEC_LIMIT)
             .map_err(|e| format!("starting the peer {}: {e}", program.display()))?;
         let mut pipe = child.stderr.take().expect("stderr is piped");
         let stderr = std::thread::spawn(move || {

@@ -9,6 +9,7 @@ use crate::term::Verbosity;
 use anyhow::{bail, Result};
 use ipc_matrix_spec::StackName;
 use ipc_matrix_transport::conformance::{self, Arguments, ColorSetting};
+use ipc_matrix_transport::FORK_TO_EXEC_LIMIT;
 use std::io::Read;
 use std::path::Path;
 use std::process::Stdio;
@@ -128,14 +129,15 @@ fn names(stacks: &[StackName]) -> String {
 /// crash or a hang in the stack's code (a shared library's, most often) is that check's
 /// failure, named, and the other checks still run.
 fn check_in_own_process(name: &str) -> Result<(), String> {
-    let mut child = crate::this_binary::command()
-        .map_err(|e| format!("finding this binary: {e}"))?
+    let mut command =
+        crate::this_binary::command().map_err(|e| format!("finding this binary: {e}"))?;
+    command
         .args(std::env::args_os().skip(1))
         .env(ONE_CHECK_ENV, name)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
+        .stderr(Stdio::piped());
+    let mut child = ipc_matrix_transport::spawn_within(&mut command, FORK_TO_EXEC_LIMIT)
         .map_err(|e| format!("starting the check's process: {e}"))?;
     let stderr = child.stderr.take();
     let (said_tx, said) = std::sync::mpsc::channel();
