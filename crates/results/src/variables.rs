@@ -168,6 +168,12 @@ pub const VARIABLES: &[Variable] = &[
         check: |v| one_of(v, &["0", "1"]),
     },
     Variable {
+        name: "IPC_MATRIX_STARTED_BY",
+        accepts: "anything: marks a process ipc-matrix started (its parent's pid and the start's number), so a start stuck before exec is told apart",
+        set_by: "ipc-matrix, for every process it starts (a cell's, a peer's, a check's)",
+        check: |_| Ok(()),
+    },
+    Variable {
         name: "IPC_MATRIX_PERTURBATION",
         accepts: "anything: padding that moves the process's memory layout",
         set_by: "scripts/perturb.sh",

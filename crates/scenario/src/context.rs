@@ -10,7 +10,7 @@ use crate::measure::Recorder;
 use crate::own_setup::InterleavedOwnSetup;
 use crate::peer::{PeerConfig, PeerDelay};
 use crate::second_host::SecondHost;
-use crate::spawn::{PeerProcess, PEER_RUNNER_ENV};
+use crate::spawn::{PeerProcess, PEER_RUNNER_ENV, SETUP_ALLOWANCE};
 use ipc_matrix_results::{CodecStages, Environment, Failure, LoadStats, LoggingStats, MessagePath};
 use ipc_matrix_spec::Cell;
 use ipc_matrix_transport::PeerAddress;
@@ -145,7 +145,7 @@ impl Default for RunOptions {
     fn default() -> Self {
         Self {
             peer_program: std::env::current_exe().unwrap_or_else(|_| "ipc-matrix".into()),
-            setup_timeout: Duration::from_secs(30),
+            setup_timeout: SETUP_ALLOWANCE,
             fault: None,
             peer_delay: None,
             run_id: ipc_matrix_results::run_id().to_string(),

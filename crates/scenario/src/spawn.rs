@@ -15,11 +15,14 @@ use std::time::{Duration, Instant};
 /// A command prefix that runs the peer binary, e.g. `qemu-aarch64 -L /usr/aarch64-linux-gnu`
 /// for an emulated target; empty or unset runs it directly.
 pub const PEER_RUNNER_ENV: &str = "IPC_MATRIX_PEER_RUNNER";
+/// How long a peer may take to start and connect, unless a run says otherwise
+/// (`RunOptions::setup_timeout`).
+pub(crate) const SETUP_ALLOWANCE: Duration = Duration::from_secs(30);
 /// How long a peer may take to exit after its goodbye, in every kind: as long as it may
-/// take to start (the setup's default). Its exit is not measured, and under an emulator
-/// and load it can be slow: an aarch64 peer freeing a 6.5 MB cell's shared memory under
-/// QEMU, with two CPU hogs running, exited cleanly after more than 5 s.
-pub(crate) const GOODBYE_WITHIN: Duration = Duration::from_secs(30);
+/// take to start. Its exit is not measured, and under an emulator and load it can be
+/// slow: an aarch64 peer freeing a 6.5 MB cell's shared memory under QEMU, with two CPU
+/// hogs running, exited cleanly after more than 5 s.
+pub(crate) const GOODBYE_WITHIN: Duration = SETUP_ALLOWANCE;
 /// Of the peer's stderr, the first and the last this many bytes are kept: how it started
 /// and how it ended.
 const STDERR_HEAD: usize = 4 * 1024;
