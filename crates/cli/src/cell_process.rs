@@ -13,7 +13,7 @@
 use ipc_matrix_results::{CellResult, Failure, FailureKind};
 use ipc_matrix_scenario::{run_cell, unfinished_cell, RunOptions};
 use ipc_matrix_spec::{Cell, StackName, TransportKind, Work};
-use ipc_matrix_transport::FORK_TO_EXEC_LIMIT;
+use ipc_matrix_transport::{FORK_TO_EXEC_LIMIT, START_LIMIT};
 use serde::{Deserialize, Serialize};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -233,7 +233,7 @@ fn where_it_stopped(cell: &Cell, reached: u64, exact: bool, reason: String) -> F
 /// The longest a working cell's child may go without finishing a round trip, once it has
 /// done `reached`: twice the cell's deadline of one round trip, and time for the floor's
 /// blocks timed between round trips; before the first and after the last, set-up (its
-/// peer started and connected, or stopped) besides.
+/// peer started, which may take START_LIMIT, and connected, or stopped) besides.
 fn silence_limit(cell: &Cell, options: &RunOptions, reached: u64) -> Duration {
     let round_trip = match &cell.work {
         Work::Echo(e) | Work::Bulk(e) => e.timeout,
@@ -245,7 +245,7 @@ fn silence_limit(cell: &Cell, options: &RunOptions, reached: u64) -> Duration {
     if reached > 0 && reached < total {
         between
     } else {
-        options.setup_timeout + between
+        options.setup_timeout + START_LIMIT + between
     }
 }
 

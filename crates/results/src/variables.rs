@@ -169,8 +169,8 @@ pub const VARIABLES: &[Variable] = &[
     },
     Variable {
         name: "IPC_MATRIX_STARTED_BY",
-        accepts: "anything: marks a process ipc-matrix started (its parent's pid and the start's number), so a start stuck before exec is told apart",
-        set_by: "ipc-matrix, for every process it starts (a cell's, a peer's, a check's)",
+        accepts: "anything: marks a process ipc-matrix started (its parent's pid and the start's number), so a start stuck before exec is told apart; read by nothing",
+        set_by: "ipc-matrix, for the peers, cell processes and conformance checks it starts",
         check: |_| Ok(()),
     },
     Variable {

@@ -59,6 +59,6 @@ pub use shm::{SHM_CHUNK, SHM_RING_SLOTS};
 pub use stack::{
     plugin_library, register_stack, registered_plugins, registered_stacks, Stack, StackAcceptor,
 };
-pub use start::{spawn_within, FORK_TO_EXEC_LIMIT, STARTED_ENV};
+pub use start::{spawn_within, FORK_TO_EXEC_LIMIT, STARTED_ENV, START_LIMIT};
 pub use sweep::{remove_stale_artifacts, remove_stale_artifacts_in, Removed};
 pub use wait::is_retry;
