@@ -129,6 +129,31 @@ fn what_changed_comes_first_and_the_unchanged_cells_are_folded() {
     assert!(at("id=\"cell-echo--tcp--200B\"") < folded);
 }
 
+/// What fails the run opens the page, before the contents and every card (the first
+/// screen), and the Markdown, before what changed.
+#[test]
+fn what_fails_the_run_comes_before_anything_that_only_informs() {
+    let report = report();
+    let page = html(&report);
+    let at = |text: &str| page.find(text).unwrap_or_else(|| panic!("no `{text}`"));
+    let failing = at("id=\"failing\"");
+    assert!(failing < at("<nav>"));
+    assert!(failing < at("<h2 id=\"changes\">"));
+    let block = &page[failing..failing + page[failing..].find("</div>").unwrap()];
+    assert!(
+        block.contains("<code>echo::tcp::200B</code></a>: time 2.00x"),
+        "{block}"
+    );
+    // Its line leads to the cell's card below.
+    assert!(
+        block.contains("href=\"#change-echo--tcp--200B\""),
+        "{block}"
+    );
+    assert_eq!(page.matches("id=\"change-echo--tcp--200B\"").count(), 1);
+    let md = markdown(&report);
+    assert!(md.find("[!CAUTION]").unwrap() < md.find("### What changed").unwrap());
+}
+
 #[test]
 fn every_entry_of_the_contents_leads_to_its_section() {
     let page = html(&report());
