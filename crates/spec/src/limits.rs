@@ -46,26 +46,24 @@ pub(crate) const SLACK: u64 = 8 << 10;
 
 /// iceoryx2 channels map their messages in shared segments beside the processes' own
 /// memory: per direction, a chunk per message in flight plus two (one being written, one
-/// being read) of the largest message. Messages in flight per direction are chosen to
-/// hold about [`ICEORYX2_SLOTS_BUDGET`], from 1 to [`ICEORYX2_MAX_SLOTS`].
-pub const ICEORYX2_MAX_SLOTS: usize = 8;
-pub const ICEORYX2_SLOTS_BUDGET: usize = 64 << 20;
+/// being read) of the largest message.
+///
+/// Messages in flight per direction: one, the subscriber buffer iceoryx2's own
+/// publish-subscribe benchmark sets. A round trip never has more, and a deeper buffer
+/// made it slower (the publisher's pool then rotates through more chunks); a sender with
+/// more to send waits for each message to be taken.
+pub const ICEORYX2_IN_FLIGHT: usize = 1;
 /// Room above a payload in an iceoryx2 chunk: a peer told to append bytes to its reply
 /// sends them, and the measuring side reports the reply too long.
 pub const ICEORYX2_SLACK: usize = 1024;
-
-/// Messages in flight per direction of an iceoryx2 channel whose largest message is
-/// `max_message` bytes.
-pub fn iceoryx2_slots(max_message: usize) -> usize {
-    (ICEORYX2_SLOTS_BUDGET / max_message.max(1)).clamp(1, ICEORYX2_MAX_SLOTS)
-}
 
 /// The bytes of the shared segments of an iceoryx2 channel carrying `payload`-byte
 /// messages, both directions.
 fn iceoryx2_segments(payload: u64) -> Option<u64> {
     let chunk = payload.checked_add(ICEORYX2_SLACK as u64)?;
-    let slots = iceoryx2_slots(usize::try_from(payload).ok()?) as u64;
-    chunk.checked_mul(slots + 2)?.checked_mul(2)
+    chunk
+        .checked_mul(ICEORYX2_IN_FLIGHT as u64 + 2)?
+        .checked_mul(2)
 }
 
 impl Cell {
@@ -131,13 +129,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn iceoryx2_segments_hold_fewer_messages_as_they_grow() {
-        assert_eq!(iceoryx2_slots(200), ICEORYX2_MAX_SLOTS);
-        assert_eq!(iceoryx2_slots(100_000_000), 1);
+    fn iceoryx2_segments_hold_a_message_in_flight_and_two_more_each_way() {
         // 100 MB: one message in flight and two more chunks, each way: about 600 MB.
         let big = iceoryx2_segments(100_000_000).unwrap();
         assert_eq!(big, 2 * 3 * (100_000_000 + 1024));
-        assert_eq!(iceoryx2_segments(200), Some(2 * 10 * (200 + 1024)));
+        assert_eq!(iceoryx2_segments(200), Some(2 * 3 * (200 + 1024)));
+        assert_eq!(iceoryx2_segments(u64::MAX), None);
     }
 
     #[test]

@@ -151,8 +151,25 @@ pub trait Loans {
     /// copying path): the loaned path takes only what it can lend whole.
     fn borrow(&mut self, limit: usize, deadline: Instant) -> Result<&[u8], TransportError>;
 
-    /// The borrowed message again; `None` when none is borrowed.
+    /// The borrowed message again; `None` when none is borrowed (or one is held unread).
     fn borrowed(&self) -> Option<&[u8]>;
+
+    /// Waits by `deadline` for the next message and holds it without reading it: where
+    /// the measuring side's round trip ends, as a zero-copy stack's own benchmark ends it
+    /// (it never reads the message). [`Loans::held`] then reads it, its length checked
+    /// against `limit`, once the clock has stopped. Fails as [`Loans::borrow`] does; a
+    /// transport that must read a message to hand it over borrows it here.
+    fn hold(&mut self, limit: usize, deadline: Instant) -> Result<(), TransportError> {
+        self.borrow(limit, deadline).map(|_| ())
+    }
+
+    /// The message [`Loans::hold`] holds, lent where it lies once its length is checked
+    /// (a message too long fails here, and stays held until [`Loans::release`]); the
+    /// borrowed message again after [`Loans::borrow`]. Fails when none is held.
+    fn held(&mut self) -> Result<&[u8], TransportError> {
+        self.borrowed()
+            .ok_or_else(|| TransportError::Loan("no message is held".into()))
+    }
 
     /// Gives the borrowed message back to the transport; nothing when none is borrowed.
     fn release(&mut self);

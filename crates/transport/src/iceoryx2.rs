@@ -9,18 +9,21 @@
 //! (`write_from_slice`) and publishes its offset; a receive copies the chunk once into the
 //! caller's buffer and returns it. No other copy is made. The loaned path ([`Loans`])
 //! makes neither: the caller fills the loaned sample and compares the received one in
-//! place, and the peer's loaned echo writes the request's sample into the reply's loan.
+//! place (held unread until the caller reads it: [`Loans::hold`]), and the peer's loaned
+//! echo writes the request's sample into the reply's loan.
 //!
-//! - **Flow control.** Safe overflow is off (the default overwrites the oldest message),
-//!   every segment is allocated once, sized for the largest message (`Static`), and a full
-//!   queue holds the sender in iceoryx2's retry loop, through a backpressure handler that
-//!   gives up at the send's deadline or once the other process is gone (without one,
-//!   iceoryx2 retries for ever).
+//! - **Flow control.** One message in flight each way ([`IN_FLIGHT`], the subscriber
+//!   buffer of iceoryx2's own benchmark). Safe overflow is off (the default overwrites the
+//!   oldest message), every segment is allocated once, sized for the largest message
+//!   (`Static`), and a full queue holds the sender in iceoryx2's retry loop, through a
+//!   backpressure handler that gives up at the send's deadline or once the other process
+//!   is gone (without one, iceoryx2 retries for ever).
 //! - **Waiting.** Nothing in iceoryx2 notices a dead peer, and receiving never blocks:
-//!   busy-poll spins on `receive`, looking at the clock every `SPINS_PER_CHECK` spins and
-//!   at the other process every `LIVENESS_PERIOD`, as `shm.rs` does; blocking waits on the
-//!   direction's event listener, in slices of at most `LIVENESS_PERIOD` and at least 1 ms
-//!   (iceoryx2 turns a timeout under a microsecond into "wait for ever").
+//!   busy-poll spins on `receive` (with no pause instruction, as iceoryx2's benchmark
+//!   spins), looking at the clock every `SPINS_PER_CHECK` spins and at the other process
+//!   every `LIVENESS_PERIOD`, as `shm.rs` does; blocking waits on the direction's event
+//!   listener, in slices of at most `LIVENESS_PERIOD` and at least 1 ms (iceoryx2 turns a
+//!   timeout under a microsecond into "wait for ever").
 //! - **Trust.** iceoryx2 builds a received slice from the length the sender wrote in the
 //!   sample's header. That length is checked against the receiver's limit and the most the
 //!   sender's publisher may loan before a byte is read, so a lying sender cannot make this
@@ -90,22 +93,19 @@ const TO_PEER: &str = "to-peer";
 const TO_MEASURING: &str = "to-measuring";
 const WAKE_SUFFIX: &str = ".wake";
 
-/// Messages in flight per direction for messages of up to `max_message` bytes (the spec
-/// counts the segments they take in a cell's memory need, with the same rule).
-fn slots_for(max_message: usize) -> usize {
-    ipc_matrix_spec::limits::iceoryx2_slots(max_message)
-}
+/// Messages in flight per direction: the subscriber buffer of iceoryx2's own benchmark
+/// (the spec counts the segments they take in a cell's memory need).
+const IN_FLIGHT: usize = ipc_matrix_spec::limits::ICEORYX2_IN_FLIGHT;
 
 fn service_name(name: &str) -> Result<ServiceName, TransportError> {
     ServiceName::new(name).map_err(iox("naming an iceoryx2 service"))
 }
 
 /// The settings of one direction's publish-subscribe service: one publisher, one
-/// subscriber, two nodes, no history, `slots` messages in flight, none lost.
+/// subscriber, two nodes, no history, [`IN_FLIGHT`] messages in flight, none lost.
 fn pubsub(
     node: &Node<S>,
     name: &str,
-    slots: usize,
 ) -> Result<iceoryx2::service::builder::publish_subscribe::Builder<[u8], (), S>, TransportError> {
     Ok(node
         .service_builder(&service_name(name)?)
@@ -114,7 +114,7 @@ fn pubsub(
         .max_subscribers(1)
         .max_nodes(2)
         .history_size(0)
-        .subscriber_max_buffer_size(slots)
+        .subscriber_max_buffer_size(IN_FLIGHT)
         .subscriber_max_borrowed_samples(1)
         .enable_safe_overflow(false))
 }
@@ -302,10 +302,9 @@ fn ports(
         }
         None => None,
     };
-    let slots = slots_for(max_message);
     let subscriber = rx
         .subscriber_builder()
-        .buffer_size(slots)
+        .buffer_size(IN_FLIGHT)
         .create()
         .map_err(iox("creating the iceoryx2 subscriber"))?;
     let handler_watch = Arc::clone(watch);
@@ -348,11 +347,10 @@ impl Iceoryx2Acceptor {
         }
         let config = config(run.root.path(), &run.prefix)?;
         let node = node(&config)?;
-        let slots = slots_for(max_message);
-        let tx = pubsub(&node, TO_PEER, slots)?
+        let tx = pubsub(&node, TO_PEER)?
             .create()
             .map_err(iox("creating the iceoryx2 service to the peer"))?;
-        let rx = pubsub(&node, TO_MEASURING, slots)?
+        let rx = pubsub(&node, TO_MEASURING)?
             .create()
             .map_err(iox("creating the iceoryx2 service from the peer"))?;
         let wake_services = match wake {
@@ -428,6 +426,7 @@ impl Acceptor for Iceoryx2Acceptor {
         Ok(Box::new(Iceoryx2Channel {
             loaned: None,
             borrowed: None,
+            unread: None,
             ends,
             _run: Some(run),
             wake,
@@ -455,11 +454,10 @@ pub fn connect(
     }
     let config = config(root, prefix)?;
     let node = node(&config)?;
-    let slots = slots_for(max_message);
     // The services exist before the peer is started; opening retries until the deadline
     // all the same.
     let open_pubsub = |name: &str, what: &'static str| loop {
-        match pubsub(&node, name, slots)?.open() {
+        match pubsub(&node, name)?.open() {
             Ok(service) => return Ok(service),
             Err(e) => {
                 if remaining(deadline, what).is_err() {
@@ -494,6 +492,7 @@ pub fn connect(
     Ok(Iceoryx2Channel {
         loaned: None,
         borrowed: None,
+        unread: None,
         ends,
         _run: None,
         wake,
@@ -508,6 +507,8 @@ pub struct Iceoryx2Channel {
     /// first: given back before the ports go.
     loaned: Option<SampleMut<S, [u8], ()>>,
     borrowed: Option<Sample<S, [u8], ()>>,
+    /// The limit of a sample [`Loans::hold`] holds, while its length is unchecked.
+    unread: Option<usize>,
     ends: Ends,
     /// The measuring side's files; declared after `ends`, so removed after them.
     _run: Option<RunFiles>,
@@ -569,7 +570,14 @@ impl Iceoryx2Channel {
         limit: usize,
         deadline: Instant,
     ) -> Result<Sample<S, [u8], ()>, TransportError> {
-        let sample = {
+        let sample = self.wait_for_sample(deadline)?;
+        self.check_length(&sample, limit)?;
+        Ok(sample)
+    }
+
+    /// Waits for the next sample; nothing of it is read (its header neither).
+    fn wait_for_sample(&self, deadline: Instant) -> Result<Sample<S, [u8], ()>, TransportError> {
+        {
             // Instructions spent waiting depend on how long the other side takes: never
             // counted, and paused on every call, ready or not, as shm.rs does.
             let _waiting = ipc_matrix_count_window::pause();
@@ -585,7 +593,7 @@ impl Iceoryx2Channel {
                     .receive()
                     .map_err(iox("receiving an iceoryx2 sample"))?
                 {
-                    break sample;
+                    return Ok(sample);
                 }
                 if let Some(e) = gone.take() {
                     return Err(e);
@@ -599,8 +607,9 @@ impl Iceoryx2Channel {
                             .timed_wait(|_| {}, wait)
                             .map_err(iox("waiting on the iceoryx2 listener"))?;
                     }
+                    // No pause instruction between looks, as iceoryx2's own benchmark
+                    // spins: on some CPUs one pause outlasts a whole handover.
                     _ => {
-                        std::hint::spin_loop();
                         spins = spins.wrapping_add(1);
                         if keep_spinning(spins) {
                             continue;
@@ -613,8 +622,16 @@ impl Iceoryx2Channel {
                     gone = self.other_side().err();
                 }
             }
-        };
-        // The sender wrote this length; check it before the slice it makes is read.
+        }
+    }
+
+    /// Checks the length the sender wrote in `sample`'s header, before the slice it makes
+    /// is read: within `limit` and what the other side's publisher may loan.
+    fn check_length(
+        &self,
+        sample: &Sample<S, [u8], ()>,
+        limit: usize,
+    ) -> Result<(), TransportError> {
         let announced = sample.header().number_of_elements();
         if announced > self.max_incoming as u64 {
             return Err(TransportError::Corrupt(format!(
@@ -625,7 +642,7 @@ impl Iceoryx2Channel {
         if announced > limit as u64 {
             return Err(TransportError::TooLarge { announced, limit });
         }
-        Ok(sample)
+        Ok(())
     }
 
     /// Loans a sample of `len` bytes from this side's publisher.
@@ -786,18 +803,46 @@ impl Loans for Iceoryx2Channel {
     }
 
     fn borrowed(&self) -> Option<&[u8]> {
-        self.borrowed.as_ref().map(|sample| sample.payload())
+        match self.unread {
+            Some(_) => None,
+            None => self.borrowed.as_ref().map(|sample| sample.payload()),
+        }
+    }
+
+    /// The sample is taken off the queue and nothing of it is read: its header lies in
+    /// the other side's cache until [`Loans::held`] reads it.
+    fn hold(&mut self, limit: usize, deadline: Instant) -> Result<(), TransportError> {
+        if self.borrowed.is_some() {
+            return Err(TransportError::Loan("a message is already borrowed".into()));
+        }
+        self.borrowed = Some(self.wait_for_sample(deadline)?);
+        self.unread = Some(limit);
+        Ok(())
+    }
+
+    fn held(&mut self) -> Result<&[u8], TransportError> {
+        let sample = self
+            .borrowed
+            .as_ref()
+            .ok_or_else(|| TransportError::Loan("no message is held".into()))?;
+        if let Some(limit) = self.unread {
+            self.check_length(sample, limit)?;
+            self.unread = None;
+        }
+        Ok(sample.payload())
     }
 
     fn release(&mut self) {
         self.borrowed = None;
+        self.unread = None;
     }
 
     /// The request's sample is written straight into the reply's loan: one copy, where
     /// the copying echo makes two (out of the sample, into the loan). The next reply's
-    /// loan, of this one's length, is taken before the wait for the next request, as
-    /// iceoryx2's users (and its benchmark's second participant) do; a request of
-    /// another length gets a loan of its own, and the goodbye gives the loan back.
+    /// loan, of this one's length, is taken (and [`warm`]ed) before the wait for the next
+    /// request, as iceoryx2's users (and its benchmark's second participant) do; a
+    /// request of another length gets a loan of its own, and the goodbye gives the loan
+    /// back.
     fn echo_loaned(&mut self, limit: usize, deadline: Instant) -> Result<usize, TransportError> {
         if self.borrowed.is_some() {
             return Err(TransportError::Loan(
@@ -817,34 +862,38 @@ impl Loans for Iceoryx2Channel {
             None => unsafe { self.loan_sample(len)?.assume_init() },
         };
         reply.payload_mut().copy_from_slice(request.payload());
-        drop(request);
         self.watch.begin(deadline);
         if !self.deliver(reply)? {
             return Err(TransportError::Loan(
                 "the reply was delivered to no one (the other side's subscriber had not attached to this publisher's full queue), and a loan is sent once".into(),
             ));
         }
+        // The request goes back once the reply is out: its release is off the path of the
+        // round trip.
+        drop(request);
         // SAFETY: as in `loan`; the next echo writes it whole before it is sent.
-        self.loaned = Some(unsafe { self.loan_sample(len)?.assume_init() });
+        let mut next = unsafe { self.loan_sample(len)?.assume_init() };
+        warm(next.payload_mut());
+        self.loaned = Some(next);
         Ok(len)
+    }
+}
+
+/// Writes a byte of every cache line of `room`, a loan taken ahead: while this side
+/// waits, its lines come into this CPU's cache, and the echo that fills the loan later
+/// writes there instead of fetching each line from the other side's CPU first. (What a
+/// user who fills a loan as the data comes gets; the bytes are overwritten by the echo.)
+fn warm(room: &mut [u8]) {
+    for byte in room.iter_mut().step_by(64) {
+        // SAFETY: a valid, exclusive byte of the loan; volatile, so that the write is
+        // made although the echo overwrites it.
+        unsafe { std::ptr::write_volatile(byte, 0) };
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slots_shrink_with_the_message_down_to_one() {
-        assert_eq!(slots_for(0), ipc_matrix_spec::limits::ICEORYX2_MAX_SLOTS);
-        assert_eq!(slots_for(200), ipc_matrix_spec::limits::ICEORYX2_MAX_SLOTS);
-        assert_eq!(
-            slots_for(4 << 20),
-            ipc_matrix_spec::limits::ICEORYX2_MAX_SLOTS
-        );
-        assert_eq!(slots_for(16 << 20), 4);
-        assert_eq!(slots_for(100_000_000), 1);
-    }
 
     #[test]
     fn an_event_socket_name_too_long_is_refused_up_front() {

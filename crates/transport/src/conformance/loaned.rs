@@ -90,6 +90,83 @@ pub(super) fn loaned_echo(subject: Subject) -> Result<(), String> {
     loaned_goodbye(channel.as_mut(), &mut peer)
 }
 
+/// The measuring side's end of a loaned round trip: each reply held when it arrives
+/// (`hold`, nothing of it read) and lent where it lies afterwards (`held`), its length
+/// checked then, and compared. While a message is held a borrow is refused, and after
+/// its release nothing is held. A reply longer than the limit given to `hold` is
+/// refused, by `hold` or by `held`, never lent. Every size a loan holds.
+pub(super) fn held_replies(subject: Subject) -> Result<(), String> {
+    let (mut channel, mut peer) = open(subject, "loan-echoer")?;
+    let loans = channel.loans().ok_or("no loaned path")?;
+    let deadline = || Instant::now() + OP;
+    let refused = |what: &str, result: Result<(), TransportError>| match result {
+        Err(TransportError::Loan(_)) => Ok(()),
+        other => Err(format!(
+            "{what}: {other:?}, where the loaned path refuses it"
+        )),
+    };
+    refused("`held` with nothing held", loans.held().map(|_| ()))?;
+    let sizes = loan_sizes(subject, loans.max_loan());
+    for (i, &len) in sizes.iter().enumerate() {
+        let request = bytes(0x4e1d_0000 + i as u64, len);
+        loans
+            .loan(len, deadline())
+            .map_err(|e| e.to_string())?
+            .copy_from_slice(&request);
+        loans
+            .commit(deadline())
+            .map_err(|e| format!("committing the {len}-byte request: {e}"))
+            .map_err(with_stderr(&mut peer))?;
+        loans
+            .hold(subject.limit(), deadline())
+            .map_err(|e| format!("holding the reply to the {len}-byte request: {e}"))
+            .map_err(with_stderr(&mut peer))?;
+        refused(
+            "a borrow while a message is held",
+            loans.borrow(subject.limit(), deadline()).map(|_| ()),
+        )?;
+        let reply = loans
+            .held()
+            .map_err(|e| format!("reading the held reply to the {len}-byte request: {e}"))?;
+        compare(
+            &format!("the held reply to the {len}-byte request"),
+            &request,
+            reply,
+        )?;
+        loans.release();
+        refused("`held` after the release", loans.held().map(|_| ()))?;
+    }
+    // One byte over the limit: the reply is refused, not lent. The channel may be left to
+    // fail after it (shared memory leaves the message where it is), so the peer is ended.
+    let len = sizes[sizes.len() - 1];
+    let request = bytes(0x4e1e_0000, len);
+    loans
+        .loan(len, deadline())
+        .map_err(|e| e.to_string())?
+        .copy_from_slice(&request);
+    loans
+        .commit(deadline())
+        .map_err(|e| format!("committing the {len}-byte request: {e}"))
+        .map_err(with_stderr(&mut peer))?;
+    let limit = len - 1;
+    let outcome = match loans.hold(limit, deadline()) {
+        Ok(()) => loans.held().map(<[u8]>::len),
+        Err(e) => Err(e),
+    };
+    loans.release();
+    let _ = peer.finish();
+    match outcome {
+        Err(TransportError::TooLarge { announced, limit: said })
+            if announced == len as u64 && said == limit =>
+        {
+            Ok(())
+        }
+        other => Err(format!(
+            "a {len}-byte reply held with a limit of {limit} bytes: {other:?}, where it is refused as too large"
+        )),
+    }
+}
+
 /// A loaned message is received on the copying path and a copied one on the loaned path:
 /// the loaned measuring side with a peer that echoes by copying, and a copying measuring
 /// side with a peer that echoes from its loans.

@@ -5,7 +5,8 @@ use super::checks::{
     oversized_refused, peer_death, receive_deadline, send_deadline, sizes,
 };
 use super::loaned::{
-    loaned_and_copying_paths_meet, loaned_echo, loans_offered_as_listed, loans_refuse_misuse,
+    held_replies, loaned_and_copying_paths_meet, loaned_echo, loans_offered_as_listed,
+    loans_refuse_misuse,
 };
 use super::peer::CHUNKED;
 use super::subject::{has_loans, Subject};
@@ -95,6 +96,11 @@ pub const CHECKS: &[Check] = &[
         name: "loaned-echo",
         applies: has_loans,
         run: loaned_echo,
+    },
+    Check {
+        name: "held-replies",
+        applies: has_loans,
+        run: held_replies,
     },
     Check {
         name: "loaned-and-copying-paths-meet",
