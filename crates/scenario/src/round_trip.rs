@@ -53,7 +53,14 @@ pub(crate) type Broken = (FailureKind, String);
 
 /// One side of a request/reply stack, connected to its peer.
 pub(crate) trait Endpoint {
-    /// Sends one request; fails once `deadline` passes.
+    /// Makes `request` ready before the round trip's clock starts, as its stamp is: an
+    /// endpoint on loans writes it into the loan taken ahead, where a zero-copy stack's
+    /// user makes a message in the first place. Others have nothing to do.
+    fn stage(&mut self, _request: &[u8], _deadline: Instant) -> Result<(), Broken> {
+        Ok(())
+    }
+
+    /// Sends one request (staged or not); fails once `deadline` passes.
     fn send(&mut self, request: &[u8], deadline: Instant) -> Result<(), Broken>;
 
     /// Waits for the next reply until `deadline`.
@@ -143,7 +150,12 @@ pub(crate) fn measure(
             own.before_round_trip(index - cell.warmup, || peer.pause());
         }
         match &mut requests {
-            Requests::Payload(payload) => payload.stamp(index),
+            Requests::Payload(payload) => {
+                payload.stamp(index);
+                endpoint
+                    .stage(payload.bytes(), Instant::now() + limits.timeout)
+                    .map_err(|broken| failed(endpoint, index, broken))?;
+            }
             Requests::Frames(work) => work.prepare(index),
         }
         // A measured round trip's instructions are counted (under QEMU's plugin) from here

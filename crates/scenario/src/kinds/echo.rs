@@ -89,6 +89,7 @@ pub(crate) fn echo(
             channel,
             peer,
             limit,
+            staged: false,
         };
         return round_trip::measure(cell, limits, &mut endpoint, requests, tally);
     }
@@ -214,6 +215,8 @@ struct LoanedEndpoint {
     channel: Box<dyn Channel>,
     peer: PeerProcess,
     limit: usize,
+    /// The open loan holds the next request ([`Endpoint::stage`]).
+    staged: bool,
 }
 
 impl LoanedEndpoint {
@@ -229,13 +232,10 @@ impl LoanedEndpoint {
 }
 
 impl Endpoint for LoanedEndpoint {
-    /// Sends `request` from a loan: the one taken ahead when it has the request's length
-    /// (else a new one), filled and committed; then takes the next request's loan, before
-    /// the wait for this one's reply, as a zero-copy stack's users do. The previous reply,
-    /// checked by now, is released first.
-    fn send(&mut self, request: &[u8], deadline: Instant) -> Result<(), Broken> {
+    /// Writes `request` into the loan taken ahead when it has the request's length (else
+    /// into a new one), before the clock starts.
+    fn stage(&mut self, request: &[u8], deadline: Instant) -> Result<(), Broken> {
         let loans = self.loans()?;
-        loans.release();
         if loans
             .loaned()
             .is_none_or(|room| room.len() != request.len())
@@ -247,6 +247,20 @@ impl Endpoint for LoanedEndpoint {
         }
         let room = loans.loaned().expect("a loan is open");
         room.copy_from_slice(request);
+        self.staged = true;
+        Ok(())
+    }
+
+    /// Commits the staged request (staged here if it was not), after the previous reply,
+    /// checked by now, is released; then takes the next request's loan, before the wait
+    /// for this one's reply, as a zero-copy stack's users do.
+    fn send(&mut self, request: &[u8], deadline: Instant) -> Result<(), Broken> {
+        if !std::mem::take(&mut self.staged) {
+            self.stage(request, deadline)?;
+            self.staged = false;
+        }
+        let loans = self.loans()?;
+        loans.release();
         loans
             .commit(deadline)
             .map_err(|e| broken("sending the request", e))?;
@@ -256,21 +270,20 @@ impl Endpoint for LoanedEndpoint {
         Ok(())
     }
 
+    /// Waits for the reply and holds it: its length and bytes are read once the clock has
+    /// stopped ([`Endpoint::reply`]).
     fn receive(&mut self, deadline: Instant) -> Result<Answer, Broken> {
         let limit = self.limit;
-        match self.loans()?.borrow(limit, deadline) {
-            Ok(_) => Ok(Answer::Replied),
+        match self.loans()?.hold(limit, deadline) {
+            Ok(()) => Ok(Answer::Replied),
             Err(e) => Err(broken("waiting for the reply", e)),
         }
     }
 
     fn reply(&mut self) -> Result<&[u8], Broken> {
-        self.loans()?.borrowed().ok_or_else(|| {
-            (
-                FailureKind::Protocol,
-                "no reply is borrowed to check".into(),
-            )
-        })
+        self.loans()?
+            .held()
+            .map_err(|e| broken("reading the reply where it lies", e))
     }
 
     fn peer(&mut self) -> &mut PeerProcess {
