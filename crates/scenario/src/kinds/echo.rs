@@ -251,22 +251,23 @@ impl Endpoint for LoanedEndpoint {
         Ok(())
     }
 
-    /// Commits the staged request (staged here if it was not), after the previous reply,
-    /// checked by now, is released; then takes the next request's loan, before the wait
-    /// for this one's reply, as a zero-copy stack's users do.
+    /// Commits the staged request (staged here if it was not), then takes the next
+    /// request's loan, before the wait for this one's reply, as a zero-copy stack's users
+    /// do, and releases the previous reply.
     fn send(&mut self, request: &[u8], deadline: Instant) -> Result<(), Broken> {
         if !std::mem::take(&mut self.staged) {
             self.stage(request, deadline)?;
             self.staged = false;
         }
         let loans = self.loans()?;
-        loans.release();
         loans
             .commit(deadline)
             .map_err(|e| broken("sending the request", e))?;
         loans
             .loan(request.len(), deadline)
             .map_err(|e| broken("loaning the next request", e))?;
+        // The previous reply, checked by now, goes back while this request is on its way.
+        loans.release();
         Ok(())
     }
 
