@@ -30,10 +30,11 @@
 //!   side read past a chunk; the chunk's offset itself is iceoryx2's to check. Its model is
 //!   a cooperative peer of the same user, less strict than `shm.rs`, which checks every
 //!   offset the other side writes.
-//! - **Files.** Every file iceoryx2 makes lives under a root directory that is a
-//!   [`PrivateDir`] of the measuring side, or in /dev/shm under a prefix made from that
-//!   directory's name ([`prefix_of`]): `iox2.`, not our own `ipc-matrix.`, so the sweep of
-//!   /dev/shm never judges them by a lock they do not have; `<prefix>alive`, locked by the
+//! - **Files** ([`files`]). Every file iceoryx2 makes lives under a root directory that
+//!   is a [`PrivateDir`](crate::artifact::PrivateDir) of the measuring side, or in
+//!   /dev/shm under a prefix made from that directory's name ([`files::prefix_of`]):
+//!   `iox2.`, not our own `ipc-matrix.`, so the sweep of /dev/shm never judges them by a
+//!   lock they do not have; `<prefix>alive`, locked by the
 //!   measuring side while the channel lives, speaks for them all. They go when the
 //!   channel is dropped and, after a crash, when the next sweep removes the directory
 //!   ([`sweep::remove_run`]), or finds the prefix's lock free with the directory already gone.
@@ -48,12 +49,11 @@ pub mod own_benchmark;
 pub(crate) mod sweep;
 
 use crate::address::PeerAddress;
-use crate::artifact::{LifeLock, PrivateDir, SHM_DIR};
 use crate::contract::{Acceptor, Channel, Loans};
 use crate::error::TransportError;
 use crate::platform::{current_pid, ensure_alive, process_alive};
 use crate::wait::{keep_spinning, remaining, LivenessChecks, LIVENESS_PERIOD};
-use files::{config, iox, node, prefix_of, remove_segments, ALIVE, PREFIX_START, S};
+use files::{check_socket_path, config, iox, node, RunFiles, PREFIX_START, S};
 use iceoryx2::port::listener::Listener;
 use iceoryx2::port::notifier::Notifier;
 use iceoryx2::port::publisher::Publisher;
@@ -69,7 +69,6 @@ use iceoryx2::service::port_factory::event::PortFactory as EventService;
 use iceoryx2::service::port_factory::publish_subscribe::PortFactory as PubSubService;
 use ipc_matrix_spec::WakeMode;
 use std::mem::MaybeUninit;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -82,11 +81,6 @@ type Messages = PubSubService<S, [u8], ()>;
 /// told to append bytes to its reply sends them, and the measuring side reports the reply
 /// too long, rather than the peer failing to loan room for it.
 const SLACK: usize = ipc_matrix_spec::limits::ICEORYX2_SLACK;
-/// A Unix socket's name (`sun_path`) holds at most this many bytes before its NUL.
-const MAX_SOCKET_PATH: usize = 107;
-/// What iceoryx2 adds to the root and prefix in an event socket's name: a listener id
-/// (a u128 in decimal, up to 39 digits) and `.event`.
-const EVENT_NAME_TAIL: usize = 39 + ".event".len();
 
 /// The services of one channel, by direction.
 const TO_PEER: &str = "to-peer";
@@ -207,74 +201,6 @@ struct Ends {
     /// one it receives on.
     wake_services: Option<(EventService<S>, EventService<S>)>,
     _node: Node<S>,
-}
-
-/// What the measuring side made on disk: the root directory and the prefix of its
-/// segments, and `<prefix>alive` in /dev/shm, which it holds locked ([`LifeLock`]) while
-/// the channel lives, so that the sweep can tell the prefix's names abandoned even once
-/// the root is gone (an older ipc-matrix's sweep removes the root and knows nothing of
-/// them). Dropped after the [`Ends`] (declared after them), it removes whatever iceoryx2
-/// left in /dev/shm under the prefix (the node counter `<prefix>…node.*.global_mgmt`,
-/// which iceoryx2 never removes; a stalled peer's segments), the lock file with them, then
-/// the directory.
-struct RunFiles {
-    prefix: String,
-    _alive: LifeLock,
-    root: PrivateDir,
-}
-
-impl RunFiles {
-    fn create() -> Result<Self, TransportError> {
-        let root = PrivateDir::create()
-            .map_err(TransportError::io("creating the iceoryx2 root directory"))?;
-        let name = root
-            .path()
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let prefix = prefix_of(&name);
-        // Before any file of the prefix exists: a name of the prefix without it is an
-        // orphan.
-        let lock = Path::new(SHM_DIR).join(format!("{prefix}{ALIVE}"));
-        let alive = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&lock)
-            .and_then(|_| LifeLock::hold(&lock))
-            .map_err(TransportError::io(
-                "creating the iceoryx2 prefix's lock file",
-            ))?;
-        Ok(Self {
-            prefix,
-            _alive: alive,
-            root,
-        })
-    }
-}
-
-impl Drop for RunFiles {
-    fn drop(&mut self) {
-        remove_segments(Path::new(SHM_DIR), &self.prefix);
-        // The lock goes next, then the PrivateDir, with everything iceoryx2 made under it.
-    }
-}
-
-/// Fails when the event socket of a channel under `root` with `prefix` would have a name
-/// longer than a Unix socket takes.
-fn check_socket_path(root: &Path, prefix: &str) -> Result<(), TransportError> {
-    let len = root.as_os_str().len() + 1 + prefix.len() + EVENT_NAME_TAIL;
-    if len > MAX_SOCKET_PATH {
-        return Err(TransportError::Io {
-            context: "naming the iceoryx2 event sockets",
-            source: std::io::Error::other(format!(
-                "{}/{prefix}<id>.event would be {len} bytes, more than the {MAX_SOCKET_PATH} \
-                 of a Unix socket's name; set TMPDIR to a shorter directory",
-                root.display()
-            )),
-        });
-    }
-    Ok(())
 }
 
 /// Creates this side's ports on the two directions' services (`tx` it sends on, `rx` it
@@ -888,25 +814,5 @@ fn warm(room: &mut [u8]) {
         // SAFETY: a valid, exclusive byte of the loan; volatile, so that the write is
         // made although the echo overwrites it.
         unsafe { std::ptr::write_volatile(byte, 0) };
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_event_socket_name_too_long_is_refused_up_front() {
-        let prefix = prefix_of("x");
-        assert!(
-            check_socket_path(Path::new("/tmp/ipc-matrix.4194304.999.ffffffff"), &prefix).is_ok()
-        );
-        let long = format!("/tmp/{}", "d".repeat(60));
-        match check_socket_path(Path::new(&long), &prefix) {
-            Err(TransportError::Io { source, .. }) => {
-                assert!(source.to_string().contains("set TMPDIR"), "{source}")
-            }
-            other => panic!("{other:?}"),
-        }
     }
 }

@@ -2,8 +2,10 @@
 //! under a prefix derived from that directory's name; and the iceoryx2 configuration and
 //! node that put them there.
 
+use crate::artifact::{LifeLock, PrivateDir, SHM_DIR};
 use crate::error::TransportError;
 use iceoryx2::prelude::{Config, FileName, Node, NodeBuilder, SemanticString, SignalHandlingMode};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 /// The service type: ports of `ipc::Service` hold an `Rc` and are not `Send`.
@@ -87,6 +89,80 @@ pub(super) fn remove_segments(segments: &Path, prefix: &str) {
     }
 }
 
+/// A Unix socket's name (`sun_path`) holds at most this many bytes before its NUL.
+const MAX_SOCKET_PATH: usize = 107;
+/// What iceoryx2 adds to the root and prefix in an event socket's name: a listener id
+/// (a u128 in decimal, up to 39 digits) and `.event`.
+const EVENT_NAME_TAIL: usize = 39 + ".event".len();
+
+/// What the measuring side made on disk: the root directory and the prefix of its
+/// segments, and `<prefix>alive` in /dev/shm, which it holds locked ([`LifeLock`]) while
+/// the channel lives, so that the sweep can tell the prefix's names abandoned even once
+/// the root is gone (an older ipc-matrix's sweep removes the root and knows nothing of
+/// them). Dropped after the channel's ports (declared after them), it removes whatever iceoryx2
+/// left in /dev/shm under the prefix (the node counter `<prefix>…node.*.global_mgmt`,
+/// which iceoryx2 never removes; a stalled peer's segments), the lock file with them, then
+/// the directory.
+pub(super) struct RunFiles {
+    pub(super) prefix: String,
+    _alive: LifeLock,
+    pub(super) root: PrivateDir,
+}
+
+impl RunFiles {
+    pub(super) fn create() -> Result<Self, TransportError> {
+        let root = PrivateDir::create()
+            .map_err(TransportError::io("creating the iceoryx2 root directory"))?;
+        let name = root
+            .path()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let prefix = prefix_of(&name);
+        // Before any file of the prefix exists: a name of the prefix without it is an
+        // orphan.
+        let lock = Path::new(SHM_DIR).join(format!("{prefix}{ALIVE}"));
+        let alive = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&lock)
+            .and_then(|_| LifeLock::hold(&lock))
+            .map_err(TransportError::io(
+                "creating the iceoryx2 prefix's lock file",
+            ))?;
+        Ok(Self {
+            prefix,
+            _alive: alive,
+            root,
+        })
+    }
+}
+
+impl Drop for RunFiles {
+    fn drop(&mut self) {
+        remove_segments(Path::new(SHM_DIR), &self.prefix);
+        // The lock goes next, then the PrivateDir, with everything iceoryx2 made under it.
+    }
+}
+
+/// Fails when the event socket of a channel under `root` with `prefix` would have a name
+/// longer than a Unix socket takes.
+pub(super) fn check_socket_path(root: &Path, prefix: &str) -> Result<(), TransportError> {
+    let len = root.as_os_str().len() + 1 + prefix.len() + EVENT_NAME_TAIL;
+    if len > MAX_SOCKET_PATH {
+        return Err(TransportError::Io {
+            context: "naming the iceoryx2 event sockets",
+            source: std::io::Error::other(format!(
+                "{}/{prefix}<id>.event would be {len} bytes, more than the {MAX_SOCKET_PATH} \
+                 of a Unix socket's name; set TMPDIR to a shorter directory",
+                root.display()
+            )),
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +194,21 @@ mod tests {
             "ipc-matrix.1.2",
         ] {
             assert_eq!(prefix_in(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn an_event_socket_name_too_long_is_refused_up_front() {
+        let prefix = prefix_of("x");
+        assert!(
+            check_socket_path(Path::new("/tmp/ipc-matrix.4194304.999.ffffffff"), &prefix).is_ok()
+        );
+        let long = format!("/tmp/{}", "d".repeat(60));
+        match check_socket_path(Path::new(&long), &prefix) {
+            Err(TransportError::Io { source, .. }) => {
+                assert!(source.to_string().contains("set TMPDIR"), "{source}")
+            }
+            other => panic!("{other:?}"),
         }
     }
 }

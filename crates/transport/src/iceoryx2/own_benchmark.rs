@@ -19,8 +19,9 @@
 //! wait is `timed_wait` in slices of [`EVENT_WAIT_SLICE`] where the benchmark calls
 //! `blocking_wait` (the same wait on the listener's socket, with a timeout).
 
+use super::files::RunFiles;
 use super::files::{config, iox, node, S};
-use super::{service_name, RunFiles};
+use super::service_name;
 use crate::error::TransportError;
 use crate::platform::set_thread_cpus;
 use crate::wait::keep_spinning;
