@@ -115,7 +115,9 @@ pub trait Channel: Send {
 /// Sending is loan, fill, commit: [`Loans::loan`] lends room for one message, which the
 /// caller fills (every byte: the room holds what it held before, never memory that was
 /// not written) and [`Loans::commit`] sends. Receiving is borrow, compare, release:
-/// [`Loans::borrow`] lends the next message where it lies until [`Loans::release`]. One
+/// [`Loans::borrow`] lends the next message where it lies until [`Loans::release`]
+/// (or hold, read, release: [`Loans::hold`] takes it unread, [`Loans::held`] lends it
+/// once its length is checked, as the measuring side does to end a round trip). One
 /// loan and one borrowed message at a time, each way; either may be open while the other
 /// is (a loan taken ahead of the wait for a reply). A message on the loaned path is at
 /// most [`Loans::max_loan`] bytes; both paths carry the same messages, so a loaned send

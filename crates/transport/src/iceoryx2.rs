@@ -19,9 +19,10 @@
 //!   backpressure handler that gives up at the send's deadline or once the other process
 //!   is gone (without one, iceoryx2 retries for ever).
 //! - **Waiting.** Nothing in iceoryx2 notices a dead peer, and receiving never blocks:
-//!   busy-poll spins on `receive` (with no pause instruction, as iceoryx2's benchmark
-//!   spins), looking at the clock every `SPINS_PER_CHECK` spins and at the other process
-//!   every `LIVENESS_PERIOD`, as `shm.rs` does; blocking waits on the direction's event
+//!   busy-poll spins on `receive`, looking at the clock every `SPINS_PER_CHECK` spins and
+//!   at the other process every `LIVENESS_PERIOD`, as `shm.rs` does, but with no pause
+//!   instruction between looks (shm's has one), as iceoryx2's own benchmark spins;
+//!   blocking waits on the direction's event
 //!   listener, in slices of at most `LIVENESS_PERIOD` and at least 1 ms (iceoryx2 turns a
 //!   timeout under a microsecond into "wait for ever").
 //! - **Trust.** iceoryx2 builds a received slice from the length the sender wrote in the

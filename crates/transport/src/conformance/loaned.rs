@@ -90,11 +90,14 @@ pub(super) fn loaned_echo(subject: Subject) -> Result<(), String> {
     loaned_goodbye(channel.as_mut(), &mut peer)
 }
 
-/// The measuring side's end of a loaned round trip: each reply held when it arrives
+/// The measuring side's end of a loaned round trip, in the order a loaned cell runs it:
+/// each request written into the loan taken ahead and committed, the next request's loan
+/// taken, the previous reply (still borrowed until then, also when the stack's loan and
+/// borrowed message share memory) given back, and the reply held when it arrives
 /// (`hold`, nothing of it read) and lent where it lies afterwards (`held`), its length
-/// checked then, and compared. While a message is held a borrow is refused, and after
-/// its release nothing is held. A reply longer than the limit given to `hold` is
-/// refused, by `hold` or by `held`, never lent. Every size a loan holds.
+/// checked then, and compared. While a message is held a borrow is refused, and after its
+/// release nothing is held. A reply longer than the limit given to `hold` is refused, by
+/// `hold` or by `held`, never lent. Every size a loan holds.
 pub(super) fn held_replies(subject: Subject) -> Result<(), String> {
     let (mut channel, mut peer) = open(subject, "loan-echoer")?;
     let loans = channel.loans().ok_or("no loaned path")?;
@@ -107,16 +110,30 @@ pub(super) fn held_replies(subject: Subject) -> Result<(), String> {
     };
     refused("`held` with nothing held", loans.held().map(|_| ()))?;
     let sizes = loan_sizes(subject, loans.max_loan());
+    loans
+        .loan(sizes[0], deadline())
+        .map_err(|e| format!("loaning the first request: {e}"))?;
     for (i, &len) in sizes.iter().enumerate() {
         let request = bytes(0x4e1d_0000 + i as u64, len);
+        if loans.loaned().map(|room| room.len()) != Some(len) {
+            loans.cancel();
+            loans
+                .loan(len, deadline())
+                .map_err(|e| format!("loaning the {len}-byte request: {e}"))?;
+        }
         loans
-            .loan(len, deadline())
-            .map_err(|e| e.to_string())?
+            .loaned()
+            .ok_or("the loan taken ahead is not found again")?
             .copy_from_slice(&request);
         loans
             .commit(deadline())
             .map_err(|e| format!("committing the {len}-byte request: {e}"))
             .map_err(with_stderr(&mut peer))?;
+        loans
+            .loan(len, deadline())
+            .map_err(|e| format!("loaning ahead after the {len}-byte request: {e}"))?;
+        loans.release();
+        refused("`held` after the release", loans.held().map(|_| ()))?;
         loans
             .hold(subject.limit(), deadline())
             .map_err(|e| format!("holding the reply to the {len}-byte request: {e}"))
@@ -133,9 +150,9 @@ pub(super) fn held_replies(subject: Subject) -> Result<(), String> {
             &request,
             reply,
         )?;
-        loans.release();
-        refused("`held` after the release", loans.held().map(|_| ()))?;
     }
+    loans.release();
+    loans.cancel();
     // One byte over the limit: the reply is refused, not lent. The channel may be left to
     // fail after it (shared memory leaves the message where it is), so the peer is ended.
     let len = sizes[sizes.len() - 1];
