@@ -61,16 +61,7 @@ suite_target_args() {
 
 # The runner .cargo/config.toml names for a target (or CARGO_TARGET_<TRIPLE>_RUNNER), as
 # words on one line; nothing for a target without one (run natively).
-cargo_runner() {
-  local var
-  var="CARGO_TARGET_$(printf '%s' "$1" | tr 'a-z.-' 'A-Z__')_RUNNER"
-  if [ -n "${!var:-}" ]; then
-    printf '%s\n' "${!var}"
-    return
-  fi
-  sed -n "/^\[target\.$1\]/,/^\[/s/^runner *= *\[\(.*\)\]/\1/p" "$(repo_root)/.cargo/config.toml" |
-    tr -d '",'
-}
+cargo_runner() { xtask runner "$1"; }
 
 # The ipc-matrix CLI of the suite's own build, so nothing compiles twice. `cargo test
 # --no-run` with the selection nextest builds (the workspace, the test profile, the
@@ -127,8 +118,21 @@ ensure_count_plugin() {
   scripts/pinned-qemu.sh >/dev/null
 }
 
+# The repository's tasks in Rust (xtask/: `cargo xtask` from the root), built once into a
+# target folder of their own, so that a build of the workspace never waits for theirs.
+#   xtask setup-target aarch64-unknown-linux-gnu
+xtask() {
+  local root target
+  root="$(repo_root)"
+  target="${CARGO_TARGET_DIR:-$root/target}"
+  (cd "$root" && IPC_MATRIX_CARGO_TARGET_DIR="$target" CARGO_TARGET_DIR="$target/xtask" \
+    cargo run --quiet --locked --manifest-path xtask/Cargo.toml -- "$@")
+}
+
 # The counted build of an architecture: static, against musl, its C and C++ compiled by
-# zig, so that nothing it runs comes from the host's C library or compiler.
+# zig, so that nothing it runs comes from the host's C library or compiler. The spec's
+# rule (`ipc_matrix_spec::counted_target`, which crates/cli/tests/workflow.rs holds this
+# to), kept here because the count pass in the second userland builds nothing.
 #   counted_target x86_64-unknown-linux-gnu   -> x86_64-unknown-linux-musl
 counted_target() {
   case "$1" in
@@ -155,20 +159,7 @@ counted_build() {
 # zig (compiler, linker and C library of the counted builds) and cargo-zigbuild (which
 # drives zig for cargo), both pinned, in a virtualenv under target/.
 zig_venv() { printf '%s\n' "${CARGO_TARGET_DIR:-$(repo_root)/target}/zig-venv"; }
-ensure_zig() {
-  local venv
-  venv="$(zig_venv)"
-  if [ -x "$venv/bin/cargo-zigbuild" ] && "$venv/bin/python3" -m ziglang version >/dev/null 2>&1; then
-    return
-  fi
-  command -v python3 >/dev/null 2>&1 || apt_install python3 python3-venv ||
-    die "python3 is missing: the counted builds' zig comes from PyPI"
-  python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv && python3 -m venv "$venv"; } ||
-    die "python3 -m venv failed (install python3-venv)"
-  say "installing zig (ziglang) and cargo-zigbuild into $venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check --only-binary :all: \
-    "ziglang==0.17.1" "cargo-zigbuild==0.24.1"
-}
+ensure_zig() { xtask ensure-zig; }
 
 # Exports what `cargo zigbuild --target <triple>...` would set for cargo (each target's
 # CC, CXX, AR, RANLIB and linker: zig wrappers), read from cargo-zigbuild itself, so

@@ -60,6 +60,11 @@ say "cargo clippy --all-targets -D warnings"
 # In the test profile, the one the suite builds: the build scripts (libzmq's C++ among
 # them) and proc macros it compiles and runs are the suite's, not done twice.
 cargo clippy --locked --workspace --all-targets --profile test -- -D warnings
+say "xtask: cargo fmt --check, clippy -D warnings, its tests"
+xtask_cargo() { CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}/xtask" cargo "$1" --manifest-path xtask/Cargo.toml "${@:2}"; }
+xtask_cargo fmt -- --check
+xtask_cargo clippy --locked --all-targets --quiet -- -D warnings
+xtask_cargo test --locked --quiet || first_failure $? "the xtask's tests"
 say "workflow lints (actionlint, zizmor)"
 scripts/lint-workflows.sh
 

@@ -1,0 +1,166 @@
+//! The emulator that counts, pinned: QEMU user mode with plugin support, built from one
+//! source package (Debian 12's 1:7.2+dfsg-7+deb12u18, QEMU 7.2.22; each file checked
+//! against its SHA-256) for the architectures whose cells are counted. Distributions ship
+//! other releases (Ubuntu 24.04: 8.2, which gives guests a vDSO, so clock reads run guest
+//! code) or builds that cannot load plugins at all (Debian 13, Ubuntu 26.04), so a count
+//! made with the host's QEMU would depend on the host. Built once into
+//! `<target dir>/pinned/qemu-<release>/` (about 4 minutes on 2 cores).
+//! `IPC_MATRIX_QEMU_SOURCE=DIR` takes the three source files from DIR instead of Debian's
+//! archive (a mirror, or a cache of CI's).
+
+use crate::say::say;
+use crate::sh::{apt_install, have, output, run, succeeds};
+use crate::Repo;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+pub const RELEASE: &str = "7.2.22";
+const PACKAGE: &str = "7.2+dfsg-7+deb12u18";
+const TARGETS: &str = "x86_64-linux-user,aarch64-linux-user";
+const BINARIES: [&str; 2] = ["qemu-x86_64", "qemu-aarch64"];
+const POOL: &str = "http://deb.debian.org/debian/pool/main/q/qemu";
+
+/// The source files and their SHA-256.
+fn sources() -> [(String, &'static str); 3] {
+    [
+        (
+            format!("qemu_{PACKAGE}.dsc"),
+            "6b6bd27b947ec89e40a1d6b26d9c9f3c698ca691da13163e0483f6061bbb20b3",
+        ),
+        (
+            "qemu_7.2+dfsg.orig.tar.xz".into(),
+            "91aca71520040edc40b8d437aa3004dae614f58e286cf653ee8996c07af2962f",
+        ),
+        (
+            format!("qemu_{PACKAGE}.debian.tar.xz"),
+            "28a1c86310ee53b6bf1854cffe6f6be6ed29a08db7d05759f8ac57b8d6a6cb2f",
+        ),
+    ]
+}
+
+/// What the build is made of: a change to any of it builds again.
+fn identity() -> String {
+    format!("{PACKAGE} {TARGETS} plugins")
+}
+
+/// The pinned QEMU's folder of binaries, built first if it is not there (or was built
+/// from something else).
+pub fn ensure(repo: &Repo) -> Result<PathBuf, String> {
+    let root = repo.target_dir.join(format!("pinned/qemu-{RELEASE}"));
+    let bin = root.join("bin");
+    let stamp = root.join("built-from");
+    let built = std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == identity())
+        && BINARIES.iter().all(|b| bin.join(b).is_file());
+    if built {
+        return Ok(bin);
+    }
+    let mut missing = Vec::new();
+    for (tool, package) in [
+        ("curl", "curl"),
+        ("dpkg-source", "dpkg-dev"),
+        ("gcc", "gcc"),
+        ("make", "make"),
+        ("ninja", "ninja-build"),
+        ("meson", "meson"),
+        ("pkg-config", "pkg-config"),
+        ("flex", "flex"),
+        ("bison", "bison"),
+        ("python3", "python3"),
+        ("xz", "xz-utils"),
+    ] {
+        if !have(tool) {
+            missing.push(package.to_string());
+        }
+    }
+    if !succeeds(Command::new("pkg-config").args(["--exists", "glib-2.0"])) {
+        missing.push("libglib2.0-dev".into());
+    }
+    if !missing.is_empty() {
+        apt_install(&missing)
+            .map_err(|e| format!("building the pinned QEMU needs {}: {e}", missing.join(" ")))?;
+    }
+    let work = root.with_file_name(format!("qemu-{RELEASE}.build"));
+    let _ = std::fs::remove_dir_all(&work);
+    let _ = std::fs::remove_dir_all(&root);
+    let src = work.join("src");
+    std::fs::create_dir_all(&src).map_err(|e| format!("{}: {e}", src.display()))?;
+    for (file, sum) in sources() {
+        let to = src.join(&file);
+        match std::env::var_os("IPC_MATRIX_QEMU_SOURCE") {
+            Some(dir) => {
+                std::fs::copy(Path::new(&dir).join(&file), &to).map_err(|e| {
+                    format!(
+                        "IPC_MATRIX_QEMU_SOURCE={} has no {file}: {e}",
+                        dir.to_string_lossy()
+                    )
+                })?;
+            }
+            None => {
+                let url = format!("{POOL}/{}", file.replace('+', "%2b"));
+                say(&format!("fetching {url}"));
+                run(Command::new("curl")
+                    .args(["--fail", "--silent", "--show-error", "--location", "--retry", "3", "-o"])
+                    .arg(&to)
+                    .arg(&url))
+                .map_err(|e| {
+                    format!("could not fetch {url} (set IPC_MATRIX_QEMU_SOURCE to a folder holding {file}): {e}")
+                })?;
+            }
+        }
+        let got = output(Command::new("sha256sum").arg(&to))?;
+        if got.split_whitespace().next() != Some(sum) {
+            return Err(format!("{file} does not have the pinned SHA-256 {sum}"));
+        }
+    }
+    say(&format!(
+        "building QEMU {RELEASE} ({PACKAGE}) user mode with plugins: {TARGETS}"
+    ));
+    let tree = work.join("qemu");
+    run(Command::new("dpkg-source")
+        .args(["--no-check", "-x"])
+        .arg(src.join(format!("qemu_{PACKAGE}.dsc")))
+        .arg(&tree)
+        .stdout(Stdio::null()))?;
+    let build = work.join("build");
+    std::fs::create_dir_all(&build).map_err(|e| format!("{}: {e}", build.display()))?;
+    let logged = |mut command: Command, log: &str| -> Result<(), String> {
+        let log = work.join(log);
+        let file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let err = file.try_clone().map_err(|e| e.to_string())?;
+        command.current_dir(&build).stdout(file).stderr(err);
+        run(&mut command).map_err(|e| {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(30).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            format!("{}\n{e} (logs in {})", tail.join("\n"), work.display())
+        })
+    };
+    let mut configure = Command::new(tree.join("configure"));
+    configure
+        .arg(format!("--prefix={}", root.display()))
+        .arg(format!("--target-list={TARGETS}"))
+        .arg(format!(
+            "--with-pkgversion=Debian 1:{PACKAGE}, built by ipc-matrix"
+        ))
+        .args([
+            "--without-default-features",
+            "--enable-plugins",
+            "--disable-werror",
+            "--disable-docs",
+        ]);
+    logged(configure, "configure.log")?;
+    let mut ninja = Command::new("ninja");
+    ninja.args(BINARIES);
+    logged(ninja, "build.log")?;
+    std::fs::create_dir_all(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
+    for b in BINARIES {
+        std::fs::copy(build.join(b), bin.join(b)).map_err(|e| format!("copying {b}: {e}"))?;
+    }
+    let help = output(Command::new(bin.join("qemu-x86_64")).arg("-h"))?;
+    if !help.lines().any(|l| l.starts_with("-plugin")) {
+        return Err("the pinned QEMU was built without plugin support".into());
+    }
+    std::fs::write(&stamp, format!("{}\n", identity())).map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(bin)
+}

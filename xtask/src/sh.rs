@@ -1,0 +1,132 @@
+//! Running other programs: the machine's tools, apt for what is missing.
+
+use crate::say::say;
+use std::process::{Command, Stdio};
+
+/// Whether `program` is on PATH (as `command -v` finds it).
+pub fn have(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            let candidate = dir.join(program);
+            std::fs::metadata(&candidate).is_ok_and(|m| {
+                use std::os::unix::fs::PermissionsExt;
+                m.is_file() && m.permissions().mode() & 0o111 != 0
+            })
+        })
+    })
+}
+
+/// Runs `command`, its output shown; an error names it and how it ended.
+pub fn run(command: &mut Command) -> Result<(), String> {
+    let status = command
+        .status()
+        .map_err(|e| format!("{}: {e}", describe(command)))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{} failed ({status})", describe(command)))
+    }
+}
+
+/// Runs `command` quietly; whether it succeeded.
+pub fn succeeds(command: &mut Command) -> bool {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The stdout of `command`, trimmed; an error when it fails.
+pub fn output(command: &mut Command) -> Result<String, String> {
+    let out = command
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("{}: {e}", describe(command)))?;
+    if !out.status.success() {
+        return Err(format!("{} failed ({})", describe(command), out.status));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// A command as it would be typed.
+pub fn describe(command: &Command) -> String {
+    std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Whether this process runs as root.
+fn is_root() -> bool {
+    output(Command::new("id").arg("-u")).is_ok_and(|uid| uid == "0")
+}
+
+/// Installs Debian/Ubuntu packages with apt (through sudo when not root); an error
+/// without apt, or when apt fails.
+pub fn apt_install(packages: &[String]) -> Result<(), String> {
+    if !have("apt-get") {
+        return Err(format!("no apt-get to install {}", packages.join(" ")));
+    }
+    let apt = |args: &[&str]| {
+        let mut command = if is_root() {
+            Command::new("apt-get")
+        } else {
+            let mut sudo = Command::new("sudo");
+            sudo.arg("apt-get");
+            sudo
+        };
+        command.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+        command
+    };
+    say(&format!("apt-get install {}", packages.join(" ")));
+    run(apt(&["update", "-qq"]).stdout(Stdio::null()))?;
+    let mut install = apt(&["install", "-y", "-qq", "--no-install-recommends"]);
+    install.args(packages).stdout(Stdio::null());
+    run(&mut install)
+}
+
+/// The host's target triple (`rustc -vV`).
+pub fn host_triple() -> Result<String, String> {
+    let info = output(Command::new("rustc").arg("-vV"))?;
+    info.lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .map(str::to_owned)
+        .ok_or_else(|| "rustc -vV names no host".into())
+}
+
+/// Adds `triple` to the pinned toolchain with rustup, unless it is there.
+pub fn rustup_target(triple: &str) -> Result<(), String> {
+    let installed = output(Command::new("rustup").args(["target", "list", "--installed"]))?;
+    if installed.lines().any(|l| l.trim() == triple) {
+        say(&format!("rustup target {triple}: already installed"));
+        return Ok(());
+    }
+    say(&format!("rustup target add {triple}"));
+    run(Command::new("rustup").args(["target", "add", triple]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_is_described_as_typed_and_its_failure_named() {
+        let mut c = Command::new("sh");
+        c.args(["-c", "exit 3"]);
+        assert_eq!(describe(&c), "sh -c exit 3");
+        let e = run(&mut c).unwrap_err();
+        assert!(
+            e.starts_with("sh -c exit 3 failed") && e.contains('3'),
+            "{e}"
+        );
+        assert!(have("sh"));
+        assert!(!have("no-such-program-here"));
+        assert_eq!(
+            output(Command::new("sh").args(["-c", "echo ' hi '"])).unwrap(),
+            "hi"
+        );
+    }
+}
