@@ -315,6 +315,16 @@ mod tests {
         let mut command = Command::new("sleep");
         command.arg("5");
         let mut child = spawn_within(&mut command, Duration::from_secs(5)).unwrap();
+        // `spawn` returns past exec on a kernel; under QEMU user mode a C library's
+        // vfork-style spawn is the emulator's fork, which can return first. Look once the
+        // child runs `sleep` (its command line), the moment this test is about.
+        let cmdline = format!("/proc/{}/cmdline", child.id());
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let runs_sleep = || std::fs::read(&cmdline).unwrap().starts_with(b"sleep\0");
+        while !runs_sleep() {
+            assert!(std::time::Instant::now() < deadline, "sleep never ran");
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let own = std::fs::read(format!("/proc/{}/environ", std::process::id())).unwrap();
         assert!(!still_a_copy(child.id(), Some(&own)));
         child.kill().unwrap();
