@@ -1,14 +1,11 @@
 #!/usr/bin/env bash
-# Guest instruction counts under QEMU user mode, shown and checked: builds the counting
-# plugin (crates/qemu-count, for this machine) and the count-demo example
-# (crates/count-window) for each target, then runs the plugin's integration test, which
-# runs the demo three times per target under `qemu-<arch> -cpu <fixed model> -plugin`
-# and checks that every window is reported as documented, that twice the loop counts
-# twice the instructions, that work outside a window or in other threads is not
-# counted, and that the three runs agree. Prints the counts.
+# Guest instruction counts under QEMU user mode, shown and checked: builds the count-demo
+# example (crates/count-window) for each target, then runs the plugin's integration test
+# (crates/qemu-count/tests/counting.rs: each window reported as documented, twice the
+# loop twice the instructions, nothing outside a window or in other threads, three runs
+# agreeing). Installs the cross toolchain and qemu-user if missing. Prints the counts.
 #   scripts/count-demo.sh                                   # this machine and aarch64
 #   scripts/count-demo.sh s390x-unknown-linux-gnu           # named targets only
-# Installs the cross toolchain and qemu-user (scripts/setup-target.sh) if missing.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$(repo_root)"
 ensure_rust
@@ -20,12 +17,8 @@ command -v "qemu-$(uname -m)" >/dev/null 2>&1 || scripts/setup-target.sh aarch64
 filters=()
 for triple in "$@"; do
   case "$triple" in
-    x86_64-*) arch=x86_64 ;;
-    aarch64-*) arch=aarch64 ;;
-    s390x-*) arch=s390x ;;
-    armv7-*) arch=arm ;;
-    riscv64gc-*) arch=riscv64 ;;
-    powerpc64le-*) arch=powerpc64 ;;
+    x86_64-* | aarch64-* | s390x-*) arch="${triple%%-*}" ;;
+    armv7-*) arch=arm ;; riscv64gc-*) arch=riscv64 ;; powerpc64le-*) arch=powerpc64 ;;
     *) die "no counting recipe for $triple" ;;
   esac
   filters+=("count::$arch")
@@ -36,8 +29,7 @@ for triple in "$@"; do
   fi
 done
 
-# The test's guest for this machine is the test binary itself; cargo builds the plugin
-# (target/debug/libipc_matrix_qemu_count.so, test profile) before the test.
+# This machine's guest is the test binary itself; cargo builds the plugin first.
 # --include-ignored: a guest this script built must run, not be skipped.
 for filter in "${filters[@]}"; do
   say "counting under QEMU: $filter"

@@ -20,6 +20,14 @@ const TARGETS: &str = "x86_64-linux-user,aarch64-linux-user";
 const BINARIES: [&str; 2] = ["qemu-x86_64", "qemu-aarch64"];
 const POOL: &str = "http://deb.debian.org/debian/pool/main/q/qemu";
 
+/// The architectures it is built for (QEMU's and `uname -m`'s names).
+pub const COVERS: [&str; 2] = ["x86_64", "aarch64"];
+
+/// Where its binaries are, once built.
+pub fn bin_dir(repo: &Repo) -> PathBuf {
+    repo.target_dir.join(format!("pinned/qemu-{RELEASE}/bin"))
+}
+
 /// The source files and their SHA-256.
 fn sources() -> [(String, &'static str); 3] {
     [
@@ -46,8 +54,8 @@ fn identity() -> String {
 /// The pinned QEMU's folder of binaries, built first if it is not there (or was built
 /// from something else).
 pub fn ensure(repo: &Repo) -> Result<PathBuf, String> {
-    let root = repo.target_dir.join(format!("pinned/qemu-{RELEASE}"));
-    let bin = root.join("bin");
+    let bin = bin_dir(repo);
+    let root = bin.parent().map(Path::to_path_buf).unwrap_or_default();
     let stamp = root.join("built-from");
     let built = std::fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == identity())
         && BINARIES.iter().all(|b| bin.join(b).is_file());

@@ -40,6 +40,12 @@ pub fn succeeds(command: &mut Command) -> bool {
 
 /// The stdout of `command`, trimmed; an error when it fails.
 pub fn output(command: &mut Command) -> Result<String, String> {
+    let out = output_bytes(command)?;
+    Ok(String::from_utf8_lossy(&out).trim().to_string())
+}
+
+/// The stdout of `command` as it printed it (its stderr shown); an error when it fails.
+pub fn output_bytes(command: &mut Command) -> Result<Vec<u8>, String> {
     let out = command
         .stderr(Stdio::inherit())
         .output()
@@ -47,7 +53,17 @@ pub fn output(command: &mut Command) -> Result<String, String> {
     if !out.status.success() {
         return Err(format!("{} failed ({})", describe(command), out.status));
     }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    Ok(out.stdout)
+}
+
+/// A child's exit status as this process passes it on (a signal as 128 + its number).
+pub fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => u8::try_from(code).unwrap_or(1),
+        (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(1),
+        (None, None) => 1,
+    }
 }
 
 /// A command as it would be typed.
