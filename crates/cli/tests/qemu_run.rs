@@ -177,33 +177,33 @@ fn a_count_runs_under_the_pinned_qemu_with_the_plugin() {
 }
 
 /// `ipc-matrix run --count` fixes the same emulated CPU model per architecture as this
-/// runner does, so a count means the same whichever started the emulator.
+/// runner does, so a count means the same whichever started the emulator: each
+/// architecture's QEMU, as the runner starts it, is given the model of
+/// `counted_run::CPU_MODELS`.
 #[test]
 fn run_count_and_qemu_run_fix_the_same_cpu_models() {
-    let script = std::fs::read_to_string(repo().join("scripts/qemu-run")).unwrap();
-    let mut in_script = Vec::new();
-    for line in script.lines() {
-        let line = line.trim();
-        if let Some((arch, rest)) = line.split_once(") cpu=") {
-            let model = rest
-                .split_whitespace()
-                .next()
-                .unwrap()
-                .trim_end_matches(";;");
-            if arch != "*" {
-                in_script.push((arch.to_owned(), model.to_owned()));
-            }
-        }
-    }
-    let in_rust: Vec<(String, String)> = ipc_matrix::counted_run::CPU_MODELS
-        .iter()
-        .map(|(_, qemu, model)| (qemu.to_string(), model.to_string()))
-        .collect();
-    in_script.sort();
-    let mut in_rust_sorted = in_rust.clone();
-    in_rust_sorted.sort();
-    assert_eq!(
-        in_script, in_rust_sorted,
-        "scripts/qemu-run and counted_run::CPU_MODELS"
+    let scratch = Scratch::new("cpu-models");
+    let path = format!(
+        "{}:{}",
+        scratch.0.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
     );
+    for (_, qemu_arch, model) in ipc_matrix::counted_run::CPU_MODELS {
+        scratch.fake_qemu(qemu_arch, "QEMU stand-in", "true", "echo \"cpu=$QEMU_CPU\"");
+        let out = Command::new(repo().join("scripts/qemu-run"))
+            .args([qemu_arch, "static", "/bin/true"])
+            .env("PATH", &path)
+            .env("IPC_MATRIX_PINNED_QEMU", scratch.0.join("bin"))
+            .env("IPC_MATRIX_EMULATE_NATIVE", "1")
+            .env("IPC_MATRIX_COUNT", "off")
+            .output()
+            .unwrap();
+        let printed = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            printed.trim(),
+            format!("cpu={model}"),
+            "{qemu_arch}: scripts/qemu-run and counted_run::CPU_MODELS differ ({})",
+            stderr(&out)
+        );
+    }
 }

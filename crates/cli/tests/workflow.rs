@@ -86,40 +86,6 @@ fn the_plan_command_prints_one_leg_per_target_with_the_fields_the_workflow_reads
     }
 }
 
-/// What scripts/lib.sh's `counted_target` prints for `triple` (the scripts' name of the
-/// counted build), run by bash.
-fn counted_target_of_lib_sh(triple: &str) -> String {
-    let out = std::process::Command::new("bash")
-        .arg("-c")
-        .arg("source scripts/lib.sh && counted_target \"$1\"")
-        .arg("lib.sh")
-        .arg(triple)
-        .current_dir(repo(""))
-        .output()
-        .expect("bash runs");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-#[test]
-fn the_scripts_and_the_spec_name_the_same_counted_builds() {
-    for triple in [
-        "x86_64-unknown-linux-gnu",
-        "aarch64-unknown-linux-gnu",
-        "x86_64-unknown-linux-musl",
-        "aarch64-unknown-linux-musl",
-        "s390x-unknown-linux-gnu",
-        "riscv64gc-unknown-linux-gnu",
-        "powerpc64le-unknown-linux-gnu",
-        "armv7-unknown-linux-gnueabihf",
-    ] {
-        assert_eq!(
-            counted_target_of_lib_sh(triple),
-            ipc_matrix_spec::counted_target(triple).unwrap_or(""),
-            "{triple}"
-        );
-    }
-}
-
 #[test]
 fn the_job_matrix_is_one_line_of_json_with_the_fields_the_workflow_reads() {
     let printed = printed_job_matrix(
@@ -1391,8 +1357,8 @@ fn check_count_pass(name: &str, job: &Value, problems: &mut Vec<String>) {
 }
 
 /// The count pass and the reports run from the build of the leg's tests: each step that
-/// runs them is given the leg's cargo target (IPC_MATRIX_TARGET, read by scripts/lib.sh),
-/// or scripts/lib.sh's `ipc_matrix` would build the whole graph again without --target.
+/// runs them is given the leg's cargo target (IPC_MATRIX_TARGET, read by the reports' task,
+/// xtask/src/reports.rs), or the CLI would be built again, the whole graph, without --target.
 fn check_suite_build_reused(name: &str, job: &Value, problems: &mut Vec<String>) {
     for (i, step) in steps_of(job).iter().enumerate() {
         let run = str_of(&step["run"]).unwrap_or("");
@@ -1697,113 +1663,6 @@ fn shell_words_keep_substitutions_and_drop_quotes() {
         expression("${{  !matrix.blocks_merge }}").as_deref(),
         Some("!matrix.blocks_merge")
     );
-}
-
-// ---------------------------------------------------------------------------------------
-// The scripts the legs run: no second build.
-
-/// What in scripts/lib.sh (`lib`) and scripts/count-pass.sh (`count_pass`) would compile
-/// a second graph: the CLI of the reports must come from `cargo test --no-run` with
-/// nextest's selection (the workspace, the suite's --target), never `cargo run`/`cargo
-/// build` (`-p ipc-matrix` resolves features apart); the count pass must build the
-/// counted target (`--target "$counted"`) with the workspace selected, as nextest's own
-/// runs of it select it.
-fn script_problems(lib: &str, count_pass: &str) -> Vec<String> {
-    let mut problems = Vec::new();
-    let body = lib
-        .split("\nipc_matrix() {")
-        .nth(1)
-        .and_then(|rest| rest.split("\n}").next());
-    match body {
-        None => problems.push("scripts/lib.sh: no ipc_matrix function".into()),
-        Some(body) => {
-            let lines = shell_lines(body);
-            if !lines.iter().any(|l| {
-                l.starts_with("cargo test --no-run ")
-                    && l.contains(" --workspace")
-                    && l.contains("\"${suite_target[@]}\"")
-            }) {
-                problems.push(
-                    "scripts/lib.sh ipc_matrix: does not build with the suite's selection \
-                     (cargo test --no-run --workspace \"${suite_target[@]}\")"
-                        .into(),
-                );
-            }
-            for l in &lines {
-                if l.contains("cargo run") || l.contains("cargo build") {
-                    problems.push(format!(
-                        "scripts/lib.sh ipc_matrix: `{l}` compiles apart from the suite"
-                    ));
-                }
-            }
-        }
-    }
-    let nextest: Vec<String> = shell_lines(count_pass)
-        .into_iter()
-        .filter(|l| l.contains("cargo nextest run"))
-        .collect();
-    if nextest.is_empty()
-        || nextest.iter().any(|l| {
-            let words = shell_words(l);
-            !words.iter().any(|w| w == "--workspace")
-                || !l.contains("--target \"$counted\"")
-                || words.iter().any(|w| w == "-p" || w == "--package")
-        })
-    {
-        problems.push(format!(
-            "scripts/count-pass.sh: the count pass is not built as the counted build (--workspace \
-             --target \"$counted\", no -p): {nextest:?}"
-        ));
-    }
-    problems
-}
-
-#[test]
-fn the_reports_reuse_the_suite_build_and_the_count_pass_builds_the_counted_one() {
-    let (lib, count_pass) = (read("scripts/lib.sh"), read("scripts/count-pass.sh"));
-    let problems = script_problems(&lib, &count_pass);
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
-    let breakages: &[(&str, &str, &str, &str)] = &[
-        (
-            "lib.sh",
-            "  cargo test --no-run --locked --quiet --workspace \"${suite_target[@]}\"\n",
-            "  cargo run --locked --quiet --profile test -p ipc-matrix -- \"$@\"\n",
-            "compiles apart from the suite",
-        ),
-        (
-            "lib.sh",
-            " --workspace \"${suite_target[@]}\"\n",
-            " --workspace\n",
-            "does not build with the suite's selection",
-        ),
-        (
-            "count-pass.sh",
-            "--workspace --test matrix",
-            "-p ipc-matrix --test matrix",
-            "not built as the counted build",
-        ),
-        (
-            "count-pass.sh",
-            " --target \"$counted\" \"$@\"",
-            " \"$@\"",
-            "not built as the counted build",
-        ),
-    ];
-    for &(file, from, to, reason) in breakages {
-        let (l, c) = match file {
-            "lib.sh" => (lib.replacen(from, to, 1), count_pass.clone()),
-            _ => (lib.clone(), count_pass.replacen(from, to, 1)),
-        };
-        assert!(
-            l != lib || c != count_pass,
-            "{file}: the breakage's text is not there: {from:?}"
-        );
-        let found = script_problems(&l, &c);
-        assert!(
-            found.iter().any(|p| p.contains(reason)),
-            "{file}: {from:?} -> {to:?} not caught for `{reason}`: {found:?}"
-        );
-    }
 }
 
 /// The workflow `ipc-matrix init` writes (examples/init is what it writes, see
