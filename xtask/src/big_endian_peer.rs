@@ -5,8 +5,9 @@
 //! workspace for that CPU: the peer is the only emulated process. Results go to
 //! `<target>/ipc-matrix/big-endian-peer/`, apart from the native leg's.
 
+use crate::repo::Repo;
 use crate::sh::host_triple;
-use crate::{cargo_config, peers, reports, Repo};
+use crate::{cargo_config, peers, reports};
 
 /// `word` as a JSON string (which YAML reads as a string too).
 fn json_string(word: &str) -> String {

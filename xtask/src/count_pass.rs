@@ -6,9 +6,10 @@
 //! Its results form the leg `<arch>-unknown-linux-musl@qemu`, judged on guest
 //! instructions per round trip; timings stay with the leg's own pass.
 
+use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::{exit_code, run};
-use crate::{peers, pinned_qemu, setup, zig, Repo};
+use crate::{peers, pinned_qemu, setup, zig};
 use std::process::Command;
 
 /// Cells only, unless told otherwise: the fault tests prove checks, which the leg's own

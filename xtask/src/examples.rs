@@ -2,8 +2,8 @@
 //! into a new folder outside this repository, the Rust one's dependency on ipc-matrix
 //! pointed at this checkout. Prints the copy's folder; the caller removes it.
 
+use crate::repo::Repo;
 use crate::sh::describe;
-use crate::Repo;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 

@@ -2,9 +2,10 @@
 //! whole suite for one target of matrix.yaml and writes that leg's reports;
 //! `accept-baseline [runs] [leg]` measures a leg's baseline afresh from several runs.
 
+use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::{exit_code, host_triple, run};
-use crate::{count_pass, peers, reports, setup, zig, Repo};
+use crate::{count_pass, peers, reports, setup, zig};
 use std::process::Command;
 
 /// The leg a target's results form: `<triple>@native` on this machine, else `@qemu`.

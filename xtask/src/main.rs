@@ -26,7 +26,7 @@
 //! Layers, top down: this file (the command line); the legs (`legs`, `second_userland`,
 //! `count_pass`, `big_endian_peer`, `mutants`); what they build and run (`reports`,
 //! `peers`, `setup`, `pinned_qemu`, `zig`, `fixed_paths`); what they read
-//! (`cargo_config`, `targets`); `sh` and `say` below.
+//! (`cargo_config`, `targets`); `sh`, `say` and `repo` (where the tasks work) below.
 
 mod big_endian_peer;
 mod cargo_config;
@@ -39,6 +39,7 @@ mod mutants;
 mod peers;
 mod pinned_qemu;
 mod qemu_run;
+mod repo;
 mod reports;
 mod say;
 mod second_userland;
@@ -50,41 +51,8 @@ mod test_command;
 mod tools;
 mod zig;
 
-use std::path::PathBuf;
+use repo::Repo;
 use std::process::ExitCode;
-
-/// Where the tasks work: the repository, and its cargo target folder (`CARGO_TARGET_DIR`,
-/// else the repository's `target/`). The scripts run this binary itself, built into
-/// `<target>/xtask` (scripts/lib.sh `xtask`), so that its environment is theirs: no
-/// variable of `cargo run` reaches the processes it starts.
-pub struct Repo {
-    pub root: PathBuf,
-    pub target_dir: PathBuf,
-    /// The folder the task was started in (the tasks themselves run in `root`): where
-    /// the CLI runs for a user's copy.
-    pub caller_dir: PathBuf,
-}
-
-impl Repo {
-    fn here() -> Self {
-        // The folder above this crate's manifest; the binary may run from anywhere.
-        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .map(PathBuf::from)
-            .unwrap_or_default();
-        let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-            .filter(|t| !t.is_empty())
-            .map(PathBuf::from)
-            .map(|t| if t.is_absolute() { t } else { root.join(t) })
-            .unwrap_or_else(|| root.join("target"));
-        let caller_dir = std::env::current_dir().unwrap_or_else(|_| root.clone());
-        Self {
-            root,
-            target_dir,
-            caller_dir,
-        }
-    }
-}
 
 const USAGE: &str =
     "usage: cargo xtask <task> [arguments]; the tasks are listed in xtask/src/main.rs:

@@ -2,9 +2,9 @@
 //! `<target>/tools/mdbook-<version>/`, without its search and server features (the test
 //! command builds the book to check it).
 
+use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::run;
-use crate::Repo;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 

@@ -16,9 +16,9 @@
 //! listed and does not fail. Not part of the test command: about 430 mutants, an hour or
 //! more on two cores.
 
+use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::{output, run};
-use crate::Repo;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -6,10 +6,11 @@
 //! flags), is newer than the binary; a missing compiler is installed with apt where
 //! possible.
 
+use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::{apt_install, have, host_triple, run};
 use crate::targets::target;
-use crate::{zig, Repo};
+use crate::zig;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

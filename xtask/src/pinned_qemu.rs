@@ -8,9 +8,9 @@
 //! `IPC_MATRIX_QEMU_SOURCE=DIR` takes the three source files from DIR instead of Debian's
 //! archive (a mirror, or a cache of CI's).
 
+use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::{apt_install, have, output, run, succeeds};
-use crate::Repo;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 

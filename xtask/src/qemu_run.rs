@@ -15,9 +15,10 @@
 //! never the host's, so the emulator is the repository's too; an uncounted run of those
 //! architectures takes it too, once it is built.
 
+use crate::pinned_qemu;
+use crate::repo::Repo;
 use crate::sh::output;
 use crate::targets::TARGETS;
-use crate::{pinned_qemu, Repo};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -13,9 +13,10 @@
 //! `reports [--strict-instructions] <leg>...`: report.md, report.html and results.json
 //! of each leg, judged against baselines/; a leg without results is skipped, saying so.
 
+use crate::cargo_config;
+use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::{describe, exit_code, run};
-use crate::{cargo_config, Repo};
 use std::process::Command;
 
 /// The cargo arguments of the suite's own build of the CLI: the selection nextest builds

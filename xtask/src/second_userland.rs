@@ -12,9 +12,10 @@
 //! Nothing is built in there: the count pass finds this machine's counted build fresh,
 //! and this task's own binary runs it.
 
+use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::{apt_install, exit_code, have, host_triple, output, run, succeeds};
-use crate::{reports, zig, Repo};
+use crate::{reports, zig};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 

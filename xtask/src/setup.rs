@@ -3,10 +3,11 @@
 //! counted build zig, cargo-zigbuild and the pinned QEMU; for any other emulated target
 //! the cross gcc and g++ (libzmq is C++) and qemu-user, from apt.
 
+use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::{apt_install, have, host_triple, rustup_target};
 use crate::targets::target;
-use crate::{pinned_qemu, zig, Repo};
+use crate::{pinned_qemu, zig};
 
 pub fn setup_target(repo: &Repo, triple: &str) -> Result<(), String> {
     if ipc_matrix_spec::counted_target(triple) == Some(triple) {

@@ -17,10 +17,11 @@
 //! and the failures are repeated at the end ([`Steps`]). Arguments go to the host suite's
 //! and the other architecture's count pass's `cargo nextest run`.
 
+use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::{describe, exit_code, host_triple, run};
 use crate::steps::{started, Steps};
-use crate::{count_pass, mdbook, peers, pinned_qemu, reports, second_userland, setup, zig, Repo};
+use crate::{count_pass, mdbook, peers, pinned_qemu, reports, second_userland, setup, zig};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 

@@ -2,9 +2,10 @@
 //! drives zig for cargo), both pinned, from PyPI into a virtualenv under the target
 //! folder.
 
+use crate::fixed_paths;
+use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::{apt_install, output, output_bytes, run, succeeds};
-use crate::{fixed_paths, Repo};
 use std::fs::Permissions;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
