@@ -5,10 +5,7 @@ set -euo pipefail
 
 # Each line says how long the outermost script has run (m:ss): where the time went.
 export SCRIPT_STARTED_AT="${SCRIPT_STARTED_AT:-$(date +%s)}"
-say() {
-  local t=$(($(date +%s) - SCRIPT_STARTED_AT))
-  printf '==> [%d:%02d] %s\n' $((t / 60)) $((t % 60)) "$*" >&2
-}
+say() { local t=$(($(date +%s) - SCRIPT_STARTED_AT)); printf '==> [%d:%02d] %s\n' $((t / 60)) $((t % 60)) "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # Found once, as this file is sourced: a script may change folders afterwards.
@@ -17,9 +14,8 @@ repo_root() { cd "$LIB_DIR/.." && pwd; }
 source "$LIB_DIR/rust.sh"  # ensure_rust, ensure_nextest
 source "$LIB_DIR/steps.sh" # first_failure, failure_summary
 
-# The repository's tasks in Rust, built once into a target folder of their own (so that
-# a build of the workspace never waits for theirs) and run as they are: no variable of
-# `cargo run` reaches what they start. Runs in the current folder.
+# The tasks in Rust, built into a target folder of their own (a workspace build never
+# waits for theirs) and run as built: no variable of `cargo run` reaches what they start.
 xtask() {
   local target
   target="${CARGO_TARGET_DIR:-$(repo_root)/target}/xtask"
