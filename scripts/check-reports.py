@@ -450,7 +450,9 @@ def check_page(browser, page, shots, name, width, height, timeout=PAGE_TIMEOUT_S
         if m["url"] != url:
             raise CheckError(f"checked {m['url']} instead of {url}")
 
-        under = lambda item: f" under \"{item['section']}\"" if item["section"] else ""
+        def under(item):
+            return f" under \"{item['section']}\"" if item["section"] else ""
+
         widths = []
         for c in m["culprits"]:
             text = (f"{c['element']} is {c['width']} px wide (x {c['left']}..{c['right']}, "
@@ -538,7 +540,7 @@ def check_pages(browser_name, pages, shots, width, height, timeout=PAGE_TIMEOUT_
                     print(f"  {kind}: {text}")
     except CheckError as e:
         tail = browser.stderr_tail()
-        raise CheckError(f"{e}" + (f"\nbrowser's stderr (last lines):\n{tail}" if tail else ""))
+        raise CheckError(f"{e}" + (f"\nbrowser's stderr (last lines):\n{tail}" if tail else "")) from e
     finally:
         browser.close()
     return outcome
