@@ -17,8 +17,8 @@ source "$LIB_DIR/steps.sh" # first_failure, failure_summary
 # The tasks in Rust, built into a target folder of their own (a workspace build never
 # waits for theirs) and run as built: no variable of `cargo run` reaches what they start.
 xtask() {
-  local target
-  target="${CARGO_TARGET_DIR:-$(repo_root)/target}/xtask"
+  local target="${CARGO_TARGET_DIR:-target}/xtask"
+  case "$target" in /*) ;; *) target="$(repo_root)/$target" ;; esac
   (cd "$(repo_root)" && cargo build --quiet --locked --manifest-path xtask/Cargo.toml --target-dir "$target") &&
     "$target/debug/xtask" "$@"
 }

@@ -66,6 +66,8 @@ pub fn copy(repo: &Repo, name: &str) -> Result<PathBuf, String> {
         unpack.stdin(out);
     }
     let unpacked = unpack.status().is_ok_and(|s| s.success());
+    // The pipe's read end goes with the command: a packing tar never waits on it.
+    drop(unpack);
     let packed = packing.wait().is_ok_and(|s| s.success());
     if !(packed && unpacked) {
         let _ = std::fs::remove_dir_all(&copy);

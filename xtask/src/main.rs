@@ -92,7 +92,13 @@ fn run(repo: &Repo, args: &[String]) -> Result<u8, String> {
             return count_pass::count_pass(repo, triple, &nextest);
         }
         ["ipc-matrix", ..] => {
-            return reports::ipc_matrix(repo, reports::suite_target().as_deref(), &args[1..])
+            // In the folder the task was started in: a user's copy, too.
+            let mut cli = reports::cli(repo, reports::suite_target().as_deref(), &args[1..])?;
+            let status = cli
+                .current_dir(&repo.caller_dir)
+                .status()
+                .map_err(|e| format!("{}: {e}", sh::describe(&cli)))?;
+            return Ok(sh::exit_code(status));
         }
         ["reports", "--strict-instructions", legs @ ..] => {
             let legs: Vec<String> = legs.iter().map(|w| (*w).to_owned()).collect();

@@ -40,8 +40,8 @@ pub fn suite_target() -> Option<String> {
 }
 
 /// The CLI of the suite built for `target` (the host's when none), made fresh (nothing
-/// compiles when the suite ran), as a command with `args` to run in the folder the task
-/// was started in.
+/// compiles when the suite ran), as a command with `args`, run in the repository's root
+/// (where matrix.yaml is).
 pub fn cli(repo: &Repo, target: Option<&str>, args: &[String]) -> Result<Command, String> {
     run(Command::new("cargo").args(suite_build_args(target)))?;
     let mut bin = repo.target_dir.clone();
@@ -64,7 +64,7 @@ pub fn cli(repo: &Repo, target: Option<&str>, args: &[String]) -> Result<Command
     command
         .args(&words[1..])
         .args(args)
-        .current_dir(&repo.caller_dir)
+        .current_dir(&repo.root)
         .env("IPC_MATRIX_COUNT", "off");
     Ok(command)
 }
@@ -113,7 +113,10 @@ pub fn write(
         if strict {
             args.push("--strict-instructions".into());
         }
-        let code = ipc_matrix(repo, target, &args)?;
+        let code = ipc_matrix(repo, target, &args).unwrap_or_else(|e| {
+            eprintln!("error: {e}");
+            1
+        });
         if code != 0 {
             say(&format!(
                 "failed (exit {code}): the report of {leg}{}",

@@ -240,7 +240,7 @@ pub fn second_userland(repo: &Repo, args: &[String]) -> Result<u8, String> {
     let nextest = if nextest.is_empty() {
         let mut gating = reports::cli(
             repo,
-            None,
+            reports::suite_target().as_deref(),
             &[
                 "report".into(),
                 "--results".into(),
@@ -276,7 +276,9 @@ pub fn second_userland(repo: &Repo, args: &[String]) -> Result<u8, String> {
     let cargo_home = env_path("CARGO_HOME", || home.join(".cargo"));
     let rustup_home = env_path("RUSTUP_HOME", || home.join(".rustup"));
     let there = results.join("second-userland");
-    let _ = std::fs::remove_dir_all(there.join(&leg));
+    // Written by root of the namespace: removed as root, and a failure to remove them fails
+    // here (stale results must never be judged as this run's).
+    run(root.command("rm").arg("-rf").arg(there.join(&leg)))?;
     std::fs::create_dir_all(&there).map_err(|e| format!("{}: {e}", there.display()))?;
     // cargo-nextest, wherever it was installed (cargo's bin folder, or /usr/local/bin).
     let nextest_bin = output(Command::new("sh").args(["-c", "command -v cargo-nextest"]))
@@ -382,10 +384,10 @@ pub fn second_userland(repo: &Repo, args: &[String]) -> Result<u8, String> {
             profile.clone(),
         ];
         args.extend_from_slice(extra);
-        reports::ipc_matrix(repo, None, &args)
+        reports::ipc_matrix(repo, reports::suite_target().as_deref(), &args)
     };
-    for code in [
-        report(&["--strict-instructions".into()], &there)?,
+    for outcome in [
+        report(&["--strict-instructions".into()], &there),
         report(
             &[
                 "--same-counts-as".into(),
@@ -396,8 +398,12 @@ pub fn second_userland(repo: &Repo, args: &[String]) -> Result<u8, String> {
                     .into_owned(),
             ],
             &results,
-        )?,
+        ),
     ] {
+        let code = outcome.unwrap_or_else(|e| {
+            eprintln!("error: {e}");
+            1
+        });
         if first == 0 {
             first = code;
         }

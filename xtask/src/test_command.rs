@@ -120,6 +120,7 @@ pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8, String> {
     let (out, err) = log(&prepare_log)?;
     let mut prepared = this_task()?
         .arg("prepare")
+        .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
         .spawn()
@@ -224,6 +225,7 @@ pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8, String> {
     let mut other_pass = this_task()?
         .args(["counted-leg", other])
         .args(nextest)
+        .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
         .spawn()
@@ -315,7 +317,7 @@ pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8, String> {
     // Instruction regressions fail the test command: counts are deterministic, so a change
     // that costs more instructions must come with its re-measured baseline. Timings only warn.
     steps.outcome(
-        reports::write(repo, None, &legs, true),
+        reports::write(repo, reports::suite_target().as_deref(), &legs, true),
         "the legs' reports (--strict-instructions)",
     );
     let profile = reports::suite_profile();
@@ -333,7 +335,7 @@ pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8, String> {
         let mut args = vec!["report".to_owned(), "--compare".to_owned()];
         args.extend(compared.iter().cloned());
         steps.outcome(
-            reports::cli(repo, None, &args).and_then(|mut c| {
+            reports::cli(repo, reports::suite_target().as_deref(), &args).and_then(|mut c| {
                 c.stdout(Stdio::null())
                     .status()
                     .map(exit_code)
