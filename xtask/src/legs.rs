@@ -17,6 +17,23 @@ pub fn leg_of(triple: &str, host: &str) -> String {
     }
 }
 
+/// `cargo nextest run` of the workspace's suite for `triple` through the `ci` profile.
+fn ci_suite(triple: &str) -> Vec<String> {
+    [
+        "cargo",
+        "nextest",
+        "run",
+        "--locked",
+        "--workspace",
+        "--profile",
+        "ci",
+        "--target",
+        triple,
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
 /// Whether `triple` is itself a counted build (compiled by zig: its CLI for the reports
 /// is the host's, which compiles with other settings).
 fn is_counted_build(triple: &str) -> bool {
@@ -29,18 +46,9 @@ pub fn test_target(repo: &Repo, triple: &str, nextest: &[String]) -> Result<u8, 
     setup::setup_target(repo, triple)?;
     peers::build(repo, Some(triple))?;
     let host = host_triple()?;
-    let mut command = Command::new("cargo");
-    command.args([
-        "nextest",
-        "run",
-        "--locked",
-        "--workspace",
-        "--profile",
-        "ci",
-        "--target",
-        triple,
-    ]);
-    command.args(nextest);
+    let suite = ci_suite(triple);
+    let mut command = Command::new(&suite[0]);
+    command.args(&suite[1..]).args(nextest);
     // An emulated leg counts as it runs, or stops saying why (scripts/qemu-run).
     let mut count = "off";
     if triple != host {
@@ -132,22 +140,8 @@ pub fn accept_baseline(repo: &Repo, runs: u32, asked: Option<&str>) -> Result<()
         if count_pass {
             words.extend(["scripts/count-pass.sh".into(), triple.into()]);
         } else {
-            words.extend(
-                [
-                    "cargo",
-                    "nextest",
-                    "run",
-                    "--locked",
-                    "--workspace",
-                    "--profile",
-                    "ci",
-                    "--target",
-                    triple,
-                    "-E",
-                    "binary(matrix) & !test(/^fault::/)",
-                ]
-                .map(str::to_owned),
-            );
+            words.extend(ci_suite(triple));
+            words.extend(["-E".into(), "binary(matrix) & !test(/^fault::/)".into()]);
         }
         let mut cells = Command::new(&words[0]);
         cells.args(&words[1..]);

@@ -135,7 +135,6 @@ fn run(repo: &Repo, args: &[String]) -> Result<u8, String> {
             let nextest: Vec<String> = nextest.iter().map(|w| (*w).to_owned()).collect();
             return Ok(test_command::counted_leg(repo, triple, &nextest));
         }
-        ["mdbook"] => println!("{}", mdbook::ensure(repo)?.display()),
         ["example-copy", name] => println!("{}", examples::copy(repo, name)?.display()),
         ["interop-tools"] => tools::interop_tools(),
         ["browser"] => return Ok(u8::from(!tools::browser())),

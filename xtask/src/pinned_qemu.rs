@@ -10,7 +10,7 @@
 
 use crate::repo::Repo;
 use crate::say::say;
-use crate::sh::{apt_install, have, output, run, succeeds};
+use crate::sh::{apt_install, missing_packages, output, run, succeeds};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -62,8 +62,7 @@ pub fn ensure(repo: &Repo) -> Result<PathBuf, String> {
     if built {
         return Ok(bin);
     }
-    let mut missing = Vec::new();
-    for (tool, package) in [
+    let mut missing = missing_packages(&[
         ("curl", "curl"),
         ("dpkg-source", "dpkg-dev"),
         ("gcc", "gcc"),
@@ -75,11 +74,7 @@ pub fn ensure(repo: &Repo) -> Result<PathBuf, String> {
         ("bison", "bison"),
         ("python3", "python3"),
         ("xz", "xz-utils"),
-    ] {
-        if !have(tool) {
-            missing.push(package.to_string());
-        }
-    }
+    ]);
     if !succeeds(Command::new("pkg-config").args(["--exists", "glib-2.0"])) {
         missing.push("libglib2.0-dev".into());
     }

@@ -18,6 +18,7 @@ use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::{describe, exit_code, run};
 use std::process::Command;
+use std::sync::Mutex;
 
 /// The cargo arguments of the suite's own build of the CLI: the selection nextest builds
 /// (crates/cli/tests/workflow.rs's counterpart checks the count pass against it).
@@ -43,7 +44,16 @@ pub fn suite_target() -> Option<String> {
 /// compiles when the suite ran), as a command with `args`, run in the repository's root
 /// (where matrix.yaml is).
 pub fn cli(repo: &Repo, target: Option<&str>, args: &[String]) -> Result<Command, String> {
-    run(Command::new("cargo").args(suite_build_args(target)))?;
+    // Once per target and task: cargo's look at a fresh workspace takes seconds, and a
+    // task asks for reports several times with nothing built in between.
+    static MADE_FRESH: Mutex<Vec<Option<String>>> = Mutex::new(Vec::new());
+    let key = target.map(str::to_owned);
+    let mut made = MADE_FRESH.lock().unwrap_or_else(|e| e.into_inner());
+    if !made.contains(&key) {
+        run(Command::new("cargo").args(suite_build_args(target)))?;
+        made.push(key);
+    }
+    drop(made);
     let mut bin = repo.target_dir.clone();
     let mut words = Vec::new();
     if let Some(target) = target {

@@ -16,13 +16,18 @@ pub fn line(what: &str, started: u64, now: u64) -> String {
     format!("==> [{}:{:02}] {what}", t / 60, t % 60)
 }
 
-/// Prints `what` on stderr as a progress line.
-pub fn say(what: &str) {
-    let started = std::env::var("SCRIPT_STARTED_AT")
+/// When the outermost script or task started, in seconds since the epoch (now, when
+/// none says).
+pub fn started_at() -> u64 {
+    std::env::var("SCRIPT_STARTED_AT")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or_else(now);
-    eprintln!("{}", line(what, started, now()));
+        .unwrap_or_else(now)
+}
+
+/// Prints `what` on stderr as a progress line.
+pub fn say(what: &str) {
+    eprintln!("{}", line(what, started_at(), now()));
 }
 
 #[cfg(test)]

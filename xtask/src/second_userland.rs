@@ -14,7 +14,7 @@
 
 use crate::repo::Repo;
 use crate::say::say;
-use crate::sh::{apt_install, exit_code, have, host_triple, output, run, succeeds};
+use crate::sh::{apt_install, exit_code, have, host_triple, is_root, output, run, succeeds, tail};
 use crate::{reports, zig};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -106,9 +106,10 @@ fn prepare(repo: &Repo, root: &Root) -> Result<PathBuf, String> {
         .stdout(log_file.try_clone().map_err(|e| e.to_string())?)
         .stderr(log_file);
     if !debootstrap.status().is_ok_and(|s| s.success()) {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        eprintln!("{}", lines[lines.len().saturating_sub(20)..].join("\n"));
+        eprintln!(
+            "{}",
+            tail(&std::fs::read_to_string(&log).unwrap_or_default(), 20)
+        );
         return Err(format!(
             "debootstrap {SUITE} failed (log: {})",
             log.display()
@@ -180,7 +181,7 @@ fn env_path(name: &str, default: impl FnOnce() -> PathBuf) -> PathBuf {
 
 /// Runs the task; the first failure's exit status (every check runs).
 pub fn second_userland(repo: &Repo, args: &[String]) -> Result<u8, String> {
-    let root = if output(Command::new("id").arg("-u")).is_ok_and(|u| u == "0") {
+    let root = if is_root() {
         Root { sudo: false }
     } else {
         if std::env::var("IPC_MATRIX_SKIP_SECOND_USERLAND").as_deref() == Ok("1") {
@@ -237,20 +238,25 @@ pub fn second_userland(repo: &Repo, args: &[String]) -> Result<u8, String> {
     // the counted build fresh: the zig wrappers' settings (never run: nothing compiles)
     // and the toolchain's folders.
     let zig_env = zig::env(repo, &[counted.to_owned()])?;
+    // `ipc-matrix report` of this leg and profile, on the results under `results`.
+    let report_args = |results: &Path, extra: &[String]| -> Vec<String> {
+        let mut args: Vec<String> = vec![
+            "report".into(),
+            "--results".into(),
+            results.to_string_lossy().into_owned(),
+            "--leg".into(),
+            leg.clone(),
+            "--profile".into(),
+            profile.clone(),
+        ];
+        args.extend_from_slice(extra);
+        args
+    };
     let nextest = if nextest.is_empty() {
         let mut gating = reports::cli(
             repo,
             reports::suite_target().as_deref(),
-            &[
-                "report".into(),
-                "--results".into(),
-                results.to_string_lossy().into_owned(),
-                "--leg".into(),
-                leg.clone(),
-                "--profile".into(),
-                profile.clone(),
-                "--gating-cells".into(),
-            ],
+            &report_args(&results, &["--gating-cells".into()]),
         )?;
         let ids = output(&mut gating).map_err(|e| {
             format!("second userland: could not tell which cells of {leg} gate: {e}")
@@ -374,16 +380,7 @@ pub fn second_userland(repo: &Repo, args: &[String]) -> Result<u8, String> {
     // here. Judged against the committed baselines; then this machine's run, cell by cell,
     // against them: a cell that gates here and was not counted there fails too.
     let report = |extra: &[String], results: &Path| -> Result<u8, String> {
-        let mut args: Vec<String> = vec![
-            "report".into(),
-            "--results".into(),
-            results.to_string_lossy().into_owned(),
-            "--leg".into(),
-            leg.clone(),
-            "--profile".into(),
-            profile.clone(),
-        ];
-        args.extend_from_slice(extra);
+        let args = report_args(results, extra);
         reports::ipc_matrix(repo, reports::suite_target().as_deref(), &args)
     };
     for outcome in [

@@ -75,8 +75,23 @@ pub fn describe(command: &Command) -> String {
         .join(" ")
 }
 
+/// The packages of the programs not on PATH, from `(program, package)` pairs.
+pub fn missing_packages(needed: &[(&str, &str)]) -> Vec<String> {
+    needed
+        .iter()
+        .filter(|(program, _)| !have(program))
+        .map(|(_, package)| (*package).to_owned())
+        .collect()
+}
+
+/// The last `n` lines of `text`, for a failure's log shown where it is reported.
+pub fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 /// Whether this process runs as root.
-fn is_root() -> bool {
+pub fn is_root() -> bool {
     output(Command::new("id").arg("-u")).is_ok_and(|uid| uid == "0")
 }
 

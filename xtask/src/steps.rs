@@ -11,12 +11,7 @@ use std::time::SystemTime;
 
 /// When this run started: JUnit files older than that are another run's.
 pub fn started() -> SystemTime {
-    std::env::var("SCRIPT_STARTED_AT")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .map_or_else(SystemTime::now, |s| {
-            SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(s)
-        })
+    SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(crate::say::started_at())
 }
 
 #[derive(Default)]

@@ -19,7 +19,7 @@
 
 use crate::repo::Repo;
 use crate::say::say;
-use crate::sh::{describe, exit_code, host_triple, run};
+use crate::sh::{describe, exit_code, host_triple, run, tail};
 use crate::steps::{started, Steps};
 use crate::{count_pass, mdbook, peers, pinned_qemu, reports, second_userland, setup, zig};
 use std::path::{Path, PathBuf};
@@ -177,9 +177,13 @@ pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8, String> {
         Ok(status) if status.success() => {}
         outcome => {
             let code = outcome.map_or(1, exit_code);
-            let text = std::fs::read_to_string(&prepare_log).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().collect();
-            eprintln!("{}", lines[lines.len().saturating_sub(20)..].join("\n"));
+            eprintln!(
+                "{}",
+                tail(
+                    &std::fs::read_to_string(&prepare_log).unwrap_or_default(),
+                    20
+                )
+            );
             let what = format!(
                 "the pinned QEMU, the second userland or mdbook (log: {})",
                 prepare_log.display()
@@ -390,8 +394,7 @@ fn build_book(repo: &Repo) -> Result<u8, String> {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let lines: Vec<&str> = text.lines().collect();
-    eprintln!("{}", lines[lines.len().saturating_sub(3)..].join("\n"));
+    eprintln!("{}", tail(&text, 3));
     Ok(exit_code(out.status))
 }
 

@@ -10,21 +10,16 @@
 //! the browser nor apt is there: never silently.
 
 use crate::say::say;
-use crate::sh::{apt_install, have, succeeds};
+use crate::sh::{apt_install, have, missing_packages, succeeds};
 use std::process::Command;
 
 pub fn interop_tools() {
-    let mut missing = Vec::new();
-    for (program, package) in [
+    let mut missing = missing_packages(&[
         ("protoc", "protobuf-compiler"),
         ("capnp", "capnproto"),
         ("ip", "iproute2"),
         ("setpriv", "util-linux"),
-    ] {
-        if !have(program) {
-            missing.push(package.to_owned());
-        }
-    }
+    ]);
     if !succeeds(Command::new("/usr/bin/python3").args(["-c", "import zmq"])) {
         missing.push("python3-zmq".into());
     }
@@ -41,11 +36,7 @@ pub fn interop_tools() {
 
 /// Whether the browser check can run (Chromium and Python there, or installed now).
 pub fn browser() -> bool {
-    let missing: Vec<String> = ["chromium", "python3"]
-        .into_iter()
-        .filter(|p| !have(p))
-        .map(str::to_owned)
-        .collect();
+    let missing = missing_packages(&[("chromium", "chromium"), ("python3", "python3")]);
     if missing.is_empty() {
         return true;
     }
