@@ -1,6 +1,6 @@
 //! Hostile input on the command line and on disk: an argument that is not UTF-8 is an
 //! error, never a panic; a FIFO where a result file belongs is refused, naming it, never
-//! waited on.
+//! waited on; a temporary directory too long for a socket's name is not a failure.
 
 mod common;
 
@@ -356,4 +356,28 @@ fn control_characters_from_the_matrix_are_escaped_on_the_terminal() {
         "raw controls: {all:?}"
     );
     assert!(all.contains("\\u{1b}"), "{all}");
+}
+
+/// Every kind of cell that binds a Unix socket: a stream, iceoryx2's event sockets, an RPC
+/// server and a ZeroMQ IPC endpoint.
+const SOCKET_MATRIX: &str = test_matrix!(
+    "- { name: echo, kind: echo, transports: [local, iceoryx2], wake: [blocking], payloads: [200B], iterations: 200, warmup: 0, timeout: 5s }",
+    "- { name: rpc, kind: rpc, transports: [local], payloads: [200B], iterations: 200, warmup: 0, timeout: 5s }",
+    "- { name: req-rep, kind: req-rep, transports: [local], payloads: [1B], iterations: 200, warmup: 0, timeout: 5s }",
+);
+
+/// A CI runner's TMPDIR can be long; a socket's name holds 107 bytes. Cells that bind
+/// sockets put them where the names fit, and leave nothing behind in either place.
+#[test]
+fn a_temporary_directory_too_long_for_socket_names_still_runs_socket_cells() {
+    let s = Scratch::new("hostile-long-tmpdir", SOCKET_MATRIX);
+    let tmp = s.path(&format!("tmp-{}", "t".repeat(90)));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut command = s.command(&["run", "--out", "out"]);
+    let out = command.env("TMPDIR", &tmp).output().unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("4 cells: 4 passed"), "{all}");
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().collect();
+    assert!(left.is_empty(), "left in TMPDIR: {left:?}");
 }

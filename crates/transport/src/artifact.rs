@@ -29,6 +29,9 @@ const UNLOCKED_GRACE: Duration = Duration::from_secs(24 * 60 * 60);
 /// Where POSIX shared memory segments appear as files on Linux.
 pub(crate) const SHM_DIR: &str = "/dev/shm";
 
+/// A Unix socket's name (`sun_path`) holds at most this many bytes before its NUL.
+pub(crate) const MAX_SOCKET_PATH: usize = 107;
+
 /// Prefix of every shared-memory segment and temporary directory we create.
 pub const ARTIFACT_PREFIX: &str = "ipc-matrix.";
 
@@ -91,8 +94,21 @@ pub struct PrivateDir {
 }
 
 impl PrivateDir {
+    /// A private directory in the temporary directory.
     pub fn create() -> io::Result<Self> {
-        let path = std::env::temp_dir().join(unique_name());
+        Self::create_at(std::env::temp_dir().join(unique_name()))
+    }
+
+    /// A private directory for Unix sockets whose names take `tail` bytes after the
+    /// directory's path (the `/` included): in the temporary directory when they fit in
+    /// a socket's name there, else in /dev/shm, whose path is short on every Linux. The
+    /// sweep looks for private directories in both.
+    pub fn for_sockets(tail: usize) -> io::Result<Self> {
+        let name = unique_name();
+        Self::create_at(socket_parent(&std::env::temp_dir(), name.len(), tail).join(name))
+    }
+
+    fn create_at(path: PathBuf) -> io::Result<Self> {
         std::fs::DirBuilder::new().mode(0o700).create(&path)?;
         let lock = path.join(LIFE_LOCK_FILE);
         let alive = std::fs::OpenOptions::new()
@@ -121,6 +137,17 @@ impl PrivateDir {
 impl Drop for PrivateDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Where a private directory named by `name_len` bytes goes whose sockets take `tail`
+/// bytes after its path: `temp` when the sockets' names fit there, else /dev/shm.
+fn socket_parent(temp: &Path, name_len: usize, tail: usize) -> PathBuf {
+    let fits = temp.as_os_str().len() + 1 + name_len + tail <= MAX_SOCKET_PATH;
+    if fits {
+        temp.to_path_buf()
+    } else {
+        PathBuf::from(SHM_DIR)
     }
 }
 
@@ -191,6 +218,11 @@ pub(crate) fn owned_by_us(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.uid() == uid)
 }
 
+/// Whether `path` is a directory itself (not a link to one).
+pub(crate) fn is_directory(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+}
+
 /// The life lock of the private directory `dir` (see [`PrivateDir`]).
 pub(crate) fn life_lock_of(dir: &Path) -> PathBuf {
     dir.join(LIFE_LOCK_FILE)
@@ -221,4 +253,40 @@ pub(crate) fn ours_in(dir: &Path) -> Vec<(PathBuf, u32)> {
             owned_by_us(&path).then_some((path, pid))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sockets_stay_in_the_temporary_directory_while_their_names_fit() {
+        let name = unique_name().len();
+        let tail = MAX_SOCKET_PATH - "/tmp/".len() - name;
+        assert_eq!(
+            socket_parent(Path::new("/tmp"), name, tail),
+            Path::new("/tmp")
+        );
+        assert_eq!(
+            socket_parent(Path::new("/tmp"), name, tail + 1),
+            Path::new(SHM_DIR)
+        );
+        let long = PathBuf::from("/tmp").join("d".repeat(60));
+        assert_eq!(socket_parent(&long, name, 20), Path::new(SHM_DIR));
+        assert_eq!(socket_parent(&long, name, 10), long);
+    }
+
+    #[test]
+    fn a_socket_directory_under_a_long_temporary_directory_holds_a_socket() {
+        // TMPDIR cannot be changed in a threaded test process: the placement is checked
+        // above; this checks a directory /dev/shm holds works for a socket.
+        let dir = PrivateDir::create_at(Path::new(SHM_DIR).join(unique_name())).unwrap();
+        let socket = dir.path().join("s.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        std::os::unix::net::UnixStream::connect(&socket).unwrap();
+        drop(listener);
+        let path = dir.path().to_path_buf();
+        drop(dir);
+        assert!(!path.exists());
+    }
 }

@@ -33,9 +33,10 @@ pub struct LocalAcceptor {
 
 impl LocalAcceptor {
     pub fn bind() -> Result<Self, TransportError> {
-        let dir =
-            PrivateDir::create().map_err(TransportError::io("creating a private directory"))?;
-        let path = dir.path().join(format!("{ARTIFACT_PREFIX}sock"));
+        let file = format!("{ARTIFACT_PREFIX}sock");
+        let dir = PrivateDir::for_sockets(1 + file.len())
+            .map_err(TransportError::io("creating a private directory"))?;
+        let path = dir.path().join(file);
         let name = path
             .as_path()
             .to_fs_name::<GenericFilePath>()

@@ -83,6 +83,24 @@ fn a_locked_segment_of_a_creator_unknown_here_stays_until_its_lock_is_free() {
     assert_eq!(s.sweep(), vec![segment.clone()]);
 }
 
+/// A private directory for sockets goes to /dev/shm when the temporary directory's path is
+/// too long for their names: it is swept there as in the temporary directory, and the
+/// segments' sweep does not take it for a segment.
+#[test]
+fn a_private_directory_among_the_segments_is_swept_as_a_directory() {
+    let s = Scratch::new("dir-in-shm");
+    let dir = s.shm().join(format!("{ARTIFACT_PREFIX}{}.0.0", gone_pid()));
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join(".alive"), b"").unwrap();
+    let lock = locked(&dir.join(".alive"));
+    age(&dir);
+    assert!(s.sweep().is_empty(), "a live run's directory was removed");
+    assert!(dir.join(".alive").is_file());
+    drop(lock);
+    assert_eq!(s.sweep(), vec![dir.clone()]);
+    assert!(!dir.exists());
+}
+
 #[test]
 fn a_fresh_artefact_with_a_free_lock_is_left_for_a_later_sweep() {
     // Its creator makes it, then locks it: a sweep in between must not take it.

@@ -76,9 +76,10 @@ pub(crate) fn req_rep(
             PeerAddress::Tcp { addr }
         }
         Some(SocketKind::Unix) => {
-            let dir = PrivateDir::create()
+            const SOCKET: &str = "req-rep.ipc";
+            let dir = PrivateDir::for_sockets(1 + SOCKET.len())
                 .map_err(|e| setup_failure(format!("creating a private directory: {e}")))?;
-            let path = dir.path().join("req-rep.ipc");
+            let path = dir.path().join(SOCKET);
             let address = PeerAddress::Local { path };
             let endpoint = endpoint(&address).map_err(setup_failure)?;
             socket

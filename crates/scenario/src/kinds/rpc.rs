@@ -139,8 +139,9 @@ async fn connect_peer(
             (Listener::Tcp(listener), PeerAddress::Tcp { addr })
         }
         Some(SocketKind::Unix) => {
-            let dir = PrivateDir::create().map_err(listen_failure)?;
-            let path = dir.path().join("rpc.sock");
+            const SOCKET: &str = "rpc.sock";
+            let dir = PrivateDir::for_sockets(1 + SOCKET.len()).map_err(listen_failure)?;
+            let path = dir.path().join(SOCKET);
             let listener = tokio::net::UnixListener::bind(&path).map_err(listen_failure)?;
             private_dir = Some(dir);
             (Listener::Local(listener), PeerAddress::Local { path })

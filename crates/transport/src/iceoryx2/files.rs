@@ -2,7 +2,7 @@
 //! under a prefix derived from that directory's name; and the iceoryx2 configuration and
 //! node that put them there.
 
-use crate::artifact::{LifeLock, PrivateDir, SHM_DIR};
+use crate::artifact::{LifeLock, PrivateDir, MAX_SOCKET_PATH, SHM_DIR};
 use crate::error::TransportError;
 use iceoryx2::prelude::{Config, FileName, Node, NodeBuilder, SemanticString, SignalHandlingMode};
 use std::os::unix::fs::OpenOptionsExt;
@@ -16,6 +16,8 @@ pub(crate) const PREFIX_START: &str = "iox2.";
 /// The name after the prefix of the file in /dev/shm whose lock says the prefix's
 /// creator lives (see [`RunFiles`]).
 pub(crate) const ALIVE: &str = "alive";
+/// The length of a prefix: [`PREFIX_START`], 12 hex digits and a dot.
+const PREFIX_LEN: usize = PREFIX_START.len() + 13;
 /// The /dev/shm prefix of the iceoryx2 files of the run whose root is the private
 /// directory named `dir_name`: `iox2.` and 48 bits of an FNV-1a hash of the name. Short,
 /// because an event socket's path holds the root, the prefix and a 39-digit id in 107
@@ -31,10 +33,11 @@ pub(crate) fn prefix_of(dir_name: &str) -> String {
 
 /// The prefix a /dev/shm name made by [`prefix_of`]'s channels starts with, if it is one.
 pub(crate) fn prefix_in(name: &str) -> Option<&str> {
-    let hash = name.strip_prefix(PREFIX_START)?.get(..13)?;
+    let hash = name
+        .strip_prefix(PREFIX_START)?
+        .get(..PREFIX_LEN - PREFIX_START.len())?;
     let (hex, dot) = hash.split_at(12);
-    (dot == "." && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-        .then(|| &name[..PREFIX_START.len() + 13])
+    (dot == "." && hex.bytes().all(|b| b.is_ascii_hexdigit())).then(|| &name[..PREFIX_LEN])
 }
 
 /// The iceoryx2 configuration of a channel: the defaults, with every file under `root`
@@ -89,8 +92,6 @@ pub(super) fn remove_segments(segments: &Path, prefix: &str) {
     }
 }
 
-/// A Unix socket's name (`sun_path`) holds at most this many bytes before its NUL.
-const MAX_SOCKET_PATH: usize = 107;
 /// What iceoryx2 adds to the root and prefix in an event socket's name: a listener id
 /// (a u128 in decimal, up to 39 digits) and `.event`.
 const EVENT_NAME_TAIL: usize = 39 + ".event".len();
@@ -111,7 +112,9 @@ pub(super) struct RunFiles {
 
 impl RunFiles {
     pub(super) fn create() -> Result<Self, TransportError> {
-        let root = PrivateDir::create()
+        // The root holds the event sockets: `/<prefix><id>.event`.
+        let sockets = 1 + PREFIX_LEN + EVENT_NAME_TAIL;
+        let root = PrivateDir::for_sockets(sockets)
             .map_err(TransportError::io("creating the iceoryx2 root directory"))?;
         let name = root
             .path()
@@ -155,7 +158,7 @@ pub(super) fn check_socket_path(root: &Path, prefix: &str) -> Result<(), Transpo
             context: "naming the iceoryx2 event sockets",
             source: std::io::Error::other(format!(
                 "{}/{prefix}<id>.event would be {len} bytes, more than the {MAX_SOCKET_PATH} \
-                 of a Unix socket's name; set TMPDIR to a shorter directory",
+                 of a Unix socket's name",
                 root.display()
             )),
         });
@@ -174,7 +177,7 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a, prefix_of("ipc-matrix.123.0.0000abcd"));
         assert!(a.starts_with(PREFIX_START) && a.ends_with('.'), "{a}");
-        assert_eq!(a.len(), PREFIX_START.len() + 13);
+        assert_eq!(a.len(), PREFIX_LEN);
         assert!(!a.starts_with(crate::artifact::ARTIFACT_PREFIX));
     }
 
@@ -206,7 +209,7 @@ mod tests {
         let long = format!("/tmp/{}", "d".repeat(60));
         match check_socket_path(Path::new(&long), &prefix) {
             Err(TransportError::Io { source, .. }) => {
-                assert!(source.to_string().contains("set TMPDIR"), "{source}")
+                assert!(source.to_string().contains("more than the 107"), "{source}")
             }
             other => panic!("{other:?}"),
         }
