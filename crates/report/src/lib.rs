@@ -34,4 +34,5 @@ pub use leg::{
     stability, transport_label, write_leg_report, LegReport, LoadedBaseline, Stability, Written,
     FLOORS_EXPLAINED, OTHER_SCHEMA_NOTE, STABILITY_MIN_SAMPLES,
 };
+pub use render::charts::ChartError;
 pub use schema::REPORT_SCHEMA_VERSION;

@@ -737,3 +737,28 @@ fn the_stacks_of_200_bytes_are_side_by_side_fastest_first() {
     assert_eq!(page.matches("id=\"stacks\"").count(), 1);
     assert!(page.contains("href=\"#stacks\""));
 }
+
+#[test]
+fn a_plot_with_nothing_to_draw_says_what_is_missing() {
+    use ipc_matrix_report::{leg::plots, ChartError};
+    let verdict = ipc_matrix_baseline::RunVerdict {
+        leg: "native".into(),
+        profile: "quick".into(),
+        informational: None,
+        cells: Vec::new(),
+        not_run: Vec::new(),
+    };
+    let nothing = plots::baseline_ratios(&verdict).unwrap_err();
+    assert_eq!(
+        nothing,
+        ChartError::NothingToDraw("no cell has a baseline to compare with")
+    );
+    assert_eq!(
+        nothing.to_string(),
+        "no cell has a baseline to compare with"
+    );
+    assert_eq!(
+        plots::floor_ratios(&[]).unwrap_err().to_string(),
+        "no values to draw"
+    );
+}

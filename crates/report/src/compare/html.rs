@@ -6,7 +6,7 @@ use super::model::{
     informs_anywhere, names, native, native_note, native_table, Column, Counted, Grid, GridRow,
     Part, CODEC_NOTE, COUNTS_NOTE, EMULATED_NOTE, INFORMS, INFORMS_NOTE,
 };
-use crate::render::charts::{self, Series};
+use crate::render::charts::{self, ChartError, Series};
 use crate::render::html::{escape, figure, page, table as html_table};
 use crate::units::{instructions, nanos};
 use std::fmt::Write;
@@ -159,7 +159,7 @@ fn relative_summary(legs: &[Counted], ids: &[(String, String)]) -> (Vec<String>,
 
 /// Codec encoding and decoding side by side: one row per codec cell, one bar per counted
 /// leg in each.
-fn codec_chart(legs: &[Counted], grid: &Grid) -> Result<String, String> {
+fn codec_chart(legs: &[Counted], grid: &Grid) -> Result<String, ChartError> {
     let rows: Vec<String> = grid.rows.iter().map(|r| r.id.clone()).collect();
     let panel = |part: Part, x_desc: &str| charts::Panel {
         x_desc: x_desc.into(),

@@ -4,8 +4,8 @@
 
 use super::model::transport_label;
 use crate::render::charts::{
-    color, grouped_bars, label_width, legend, log_range, series_bars, svg, svg_sized, Panel,
-    Series, AXIS_TITLE_SIZE, FONT, LABEL_SIZE, WIDTH,
+    color, grouped_bars, label_width, legend, log_range, series_bars, svg, svg_sized, ChartError,
+    Panel, Series, AXIS_TITLE_SIZE, FONT, LABEL_SIZE, WIDTH,
 };
 use crate::units::{bytes, nanos, number};
 use ipc_matrix_baseline::{stats::batch_medians, RunVerdict, Verdict};
@@ -33,7 +33,7 @@ fn line_of(result: &CellResult) -> String {
 
 /// Median round trip against payload size, one line per scenario and transport: a line
 /// never joins two scenarios.
-pub fn round_trip_vs_payload(results: &[CellResult]) -> Result<String, String> {
+pub fn round_trip_vs_payload(results: &[CellResult]) -> Result<String, ChartError> {
     let mut transports: Vec<String> = results.iter().map(line_of).collect();
     transports.sort_unstable();
     transports.dedup();
@@ -93,7 +93,7 @@ fn cell_ids(results: &[CellResult]) -> Vec<String> {
 }
 
 /// p50, p90, p99 and p99.9 of every cell; `unit` names what was timed ("round trip").
-pub fn percentile_bars(results: &[CellResult], unit: &str) -> Result<String, String> {
+pub fn percentile_bars(results: &[CellResult], unit: &str) -> Result<String, ChartError> {
     let pick = |f: fn(&ipc_matrix_results::LatencyStats) -> u64| {
         results
             .iter()
@@ -116,7 +116,7 @@ pub fn percentile_bars(results: &[CellResult], unit: &str) -> Result<String, Str
 }
 
 /// Payload megabytes per second, request and reply counted.
-pub fn throughput_bars(results: &[CellResult]) -> Result<String, String> {
+pub fn throughput_bars(results: &[CellResult]) -> Result<String, ChartError> {
     let series = [(
         "MB/s".to_string(),
         results
@@ -138,7 +138,7 @@ pub fn throughput_bars(results: &[CellResult]) -> Result<String, String> {
 pub fn latency_over_index(
     result: &CellResult,
     baseline_p50: Option<u64>,
-) -> Result<String, String> {
+) -> Result<String, ChartError> {
     let samples = &result.samples_ns;
     let bucket = samples.len().div_ceil(MAX_POINTS).max(1);
     let shown: Vec<(f64, f64)> = samples
@@ -235,14 +235,16 @@ const RATIO_TICKS: [f64; 15] = [
 /// Median ratio to the baseline per cell, with its 95 % interval as a whisker and the
 /// margin a change must clear as a shaded band. Colour says the verdict; a filled dot
 /// gates, a hollow one only informs.
-pub fn baseline_ratios(verdict: &RunVerdict) -> Result<String, String> {
+pub fn baseline_ratios(verdict: &RunVerdict) -> Result<String, ChartError> {
     let judged: Vec<_> = verdict
         .cells
         .iter()
         .filter(|c| c.change.is_some())
         .collect();
     if judged.is_empty() {
-        return Err("no cell has a baseline to compare with".into());
+        return Err(ChartError::NothingToDraw(
+            "no cell has a baseline to compare with",
+        ));
     }
     let changes: Vec<_> = judged.iter().filter_map(|c| c.change).collect();
     let high = changes
@@ -395,7 +397,7 @@ fn verdict_color(verdict: Verdict) -> RGBColor {
 }
 
 /// Each cell's median over its floor's, as bars from 1.0x.
-pub fn floor_ratios(floors: &[(&CellResult, Floor)]) -> Result<String, String> {
+pub fn floor_ratios(floors: &[(&CellResult, Floor)]) -> Result<String, ChartError> {
     let rows: Vec<String> = floors.iter().map(|(r, _)| r.cell.id.clone()).collect();
     let values = floors.iter().map(|(_, f)| f.ratio).collect();
     series_bars(

@@ -10,6 +10,26 @@ use std::error::Error;
 pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 pub(crate) type DrawResult = Result<(), Box<dyn Error>>;
 
+/// Why a chart could not be drawn. Its text is what the page shows in the chart's place
+/// ("Plot not drawn (caption): text"), so each variant displays only its reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChartError {
+    /// `plotters` failed while drawing (its SVG backend, a layout, a series): its error's
+    /// text.
+    #[error("{0}")]
+    Draw(String),
+    /// The data holds nothing the chart could show; says what is missing ("no values to
+    /// draw").
+    #[error("{0}")]
+    NothingToDraw(&'static str),
+}
+
+impl ChartError {
+    fn draw(error: impl std::fmt::Display) -> Self {
+        Self::Draw(error.to_string())
+    }
+}
+
 /// Okabe & Ito's colour-blind-safe palette.
 const COLORS: [RGBColor; 7] = [
     RGBColor(0, 114, 178),
@@ -32,7 +52,10 @@ pub(crate) fn color(i: usize) -> RGBColor {
 }
 
 /// Runs `draw` on a fresh SVG canvas and returns the SVG text.
-pub(crate) fn svg(height: u32, draw: impl FnOnce(&Area) -> DrawResult) -> Result<String, String> {
+pub(crate) fn svg(
+    height: u32,
+    draw: impl FnOnce(&Area) -> DrawResult,
+) -> Result<String, ChartError> {
     svg_sized(WIDTH, height, draw)
 }
 
@@ -40,13 +63,13 @@ pub(crate) fn svg_sized(
     width: u32,
     height: u32,
     draw: impl FnOnce(&Area) -> DrawResult,
-) -> Result<String, String> {
+) -> Result<String, ChartError> {
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, (width, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        draw(&root).map_err(|e| e.to_string())?;
-        root.present().map_err(|e| e.to_string())?;
+        root.fill(&WHITE).map_err(ChartError::draw)?;
+        draw(&root).map_err(ChartError::draw)?;
+        root.present().map_err(ChartError::draw)?;
     }
     Ok(out)
 }
@@ -84,7 +107,7 @@ pub fn grouped_bars(
     rows: &[String],
     series: &[(String, Vec<Option<f64>>)],
     format_value: &dyn Fn(f64) -> String,
-) -> Result<String, String> {
+) -> Result<String, ChartError> {
     let values = log_range(series.iter().flat_map(|(_, v)| v.iter().flatten().copied()));
     // Room on the right for the legend.
     let x_range = values.start..values.end * 8.0;
@@ -187,12 +210,12 @@ pub fn series_bars(
     panels: &[Panel],
     from: Option<f64>,
     format_value: &dyn Fn(f64) -> String,
-) -> Result<String, String> {
+) -> Result<String, ChartError> {
     let ranges = panels
         .iter()
         .map(|p| panel_range(&p.series, from))
         .collect::<Option<Vec<_>>>()
-        .ok_or("no values to draw")?;
+        .ok_or(ChartError::NothingToDraw("no values to draw"))?;
     let mut legend: Vec<(&str, usize)> = Vec::new();
     for s in panels.iter().flat_map(|p| &p.series) {
         if !legend.iter().any(|(name, _)| *name == s.name) {
@@ -330,14 +353,14 @@ pub fn trend(
     values: &[Option<f64>],
     band: Option<(f64, f64)>,
     format_value: &dyn Fn(f64) -> String,
-) -> Result<String, String> {
+) -> Result<String, ChartError> {
     let present: Vec<(f64, f64)> = values
         .iter()
         .enumerate()
         .filter_map(|(i, v)| Some((i as f64, (*v).filter(|v| *v > 0.0)?)))
         .collect();
     if present.is_empty() {
-        return Err("no run has a value".into());
+        return Err(ChartError::NothingToDraw("no run has a value"));
     }
     let edges = band
         .map(|(base, margin)| [base / (1.0 + margin), base * (1.0 + margin)])
@@ -421,4 +444,52 @@ pub fn trend(
         legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chart_error_shows_only_its_reason() {
+        assert_eq!(
+            ChartError::NothingToDraw("no values to draw").to_string(),
+            "no values to draw"
+        );
+        assert_eq!(
+            ChartError::Draw("backend failed".into()).to_string(),
+            "backend failed"
+        );
+    }
+
+    #[test]
+    fn a_failed_drawing_keeps_the_text_of_its_error() {
+        let drawn = svg(100, |_| Err("the layout does not fit".into()));
+        assert_eq!(
+            drawn,
+            Err(ChartError::Draw("the layout does not fit".into()))
+        );
+    }
+
+    #[test]
+    fn charts_without_values_are_not_drawn() {
+        let none = &|v: f64| v.to_string();
+        let runs = ["a".to_string(), "b".to_string()];
+        assert_eq!(
+            trend("t", "y", &runs, &[None, Some(0.0)], None, none),
+            Err(ChartError::NothingToDraw("no run has a value"))
+        );
+        let panel = Panel {
+            x_desc: "x".into(),
+            series: vec![Series {
+                name: "s".into(),
+                color: 0,
+                values: vec![None, None],
+            }],
+        };
+        assert_eq!(
+            series_bars("t", &runs, &[panel], None, none),
+            Err(ChartError::NothingToDraw("no values to draw"))
+        );
+    }
 }

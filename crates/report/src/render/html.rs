@@ -1,5 +1,6 @@
 //! HTML the pages are built of: text escaped, the page with its style, a figure, a table.
 
+use super::charts::ChartError;
 use std::fmt::Write;
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:1320px;padding:0 1rem;color:#222}\
@@ -41,7 +42,7 @@ pub fn page(title: &str, body: &str) -> String {
 }
 
 /// A plot with its caption, or the reason it could not be drawn.
-pub fn figure(svg: Result<String, String>, caption: &str) -> String {
+pub fn figure(svg: Result<String, ChartError>, caption: &str) -> String {
     match svg {
         Ok(svg) => format!(
             "<figure>\n{svg}\n<figcaption>{}</figcaption>\n</figure>",
@@ -50,7 +51,7 @@ pub fn figure(svg: Result<String, String>, caption: &str) -> String {
         Err(why) => format!(
             "<p class=\"note\">Plot not drawn ({}): {}</p>",
             escape(caption),
-            escape(&why)
+            escape(&why.to_string())
         ),
     }
 }
@@ -81,4 +82,24 @@ pub fn table(header: &[String], rows: &[Vec<String>]) -> String {
     }
     html.push_str("</table>");
     html
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_figure_not_drawn_says_why_in_its_place() {
+        assert_eq!(
+            figure(
+                Err(ChartError::NothingToDraw("no values to draw")),
+                "Cells <over> floors"
+            ),
+            "<p class=\"note\">Plot not drawn (Cells &lt;over&gt; floors): no values to draw</p>"
+        );
+        assert_eq!(
+            figure(Err(ChartError::Draw("a <bad> font".into())), "c"),
+            "<p class=\"note\">Plot not drawn (c): a &lt;bad&gt; font</p>"
+        );
+    }
 }
