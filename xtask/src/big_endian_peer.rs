@@ -8,6 +8,7 @@
 use crate::repo::Repo;
 use crate::sh::host_triple;
 use crate::{cargo_config, peers, reports};
+use anyhow::{Context, Result};
 
 /// `word` as a JSON string (which YAML reads as a string too).
 fn json_string(word: &str) -> String {
@@ -49,9 +50,9 @@ scenarios:
 }
 
 /// Runs the cells; the CLI's exit status.
-pub fn big_endian_peer(repo: &Repo, triple: &str) -> Result<u8, String> {
+pub fn big_endian_peer(repo: &Repo, triple: &str) -> Result<u8> {
     let mut command = cargo_config::runner(&repo.root, triple)?
-        .ok_or_else(|| format!("{triple} has no runner in .cargo/config.toml"))?;
+        .with_context(|| format!("{triple} has no runner in .cargo/config.toml"))?;
     // Absolute paths: the harness resolves a relative command from the matrix file's folder.
     if command[0].contains('/') && !command[0].starts_with('/') {
         command[0] = repo.root.join(&command[0]).to_string_lossy().into_owned();
@@ -59,10 +60,10 @@ pub fn big_endian_peer(repo: &Repo, triple: &str) -> Result<u8, String> {
     let peer = repo.root.join(peers::build(repo, Some(triple))?);
     command.push(peer.to_string_lossy().into_owned());
     let dir = repo.target_dir.join("ipc-matrix/big-endian-peer");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
     let file = dir.join("matrix.yaml");
     std::fs::write(&file, matrix(triple, &host_triple()?, &command))
-        .map_err(|e| format!("{}: {e}", file.display()))?;
+        .with_context(|| file.display().to_string())?;
     let args = [
         "run".into(),
         "--matrix".into(),

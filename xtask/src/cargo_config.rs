@@ -1,6 +1,7 @@
 //! What `.cargo/config.toml` says, read as TOML: the runner of a target (QEMU for an
 //! emulated one), as cargo itself would take it.
 
+use anyhow::{bail, Context, Result};
 use std::path::Path;
 
 /// The environment variable that overrides a target's runner, as cargo names it:
@@ -19,10 +20,8 @@ pub fn runner_variable(triple: &str) -> String {
 /// The runner of `triple` in a config file's text: `runner` of `[target.<triple>]`, an
 /// array of words or one string of words separated by spaces (cargo takes both). None
 /// when the target has none (it runs natively).
-pub fn runner_in(config: &str, triple: &str) -> Result<Option<Vec<String>>, String> {
-    let table: toml::Table = config
-        .parse()
-        .map_err(|e| format!(".cargo/config.toml is not TOML: {e}"))?;
+pub fn runner_in(config: &str, triple: &str) -> Result<Option<Vec<String>>> {
+    let table: toml::Table = config.parse().context(".cargo/config.toml is not TOML")?;
     let Some(runner) = table
         .get("target")
         .and_then(|t| t.get(triple))
@@ -35,34 +34,32 @@ pub fn runner_in(config: &str, triple: &str) -> Result<Option<Vec<String>>, Stri
         toml::Value::Array(items) => items
             .iter()
             .map(|item| {
-                item.as_str().map(str::to_owned).ok_or_else(|| {
+                item.as_str().map(str::to_owned).with_context(|| {
                     format!(
                         "target.{triple}.runner in .cargo/config.toml holds a value of type {}, not a string",
                         item.type_str()
                     )
                 })
             })
-            .collect::<Result<Vec<_>, _>>()?,
-        other => {
-            return Err(format!(
-                "target.{triple}.runner in .cargo/config.toml is of type {}, not a string or an array of strings",
-                other.type_str()
-            ))
-        }
+            .collect::<Result<Vec<_>>>()?,
+        other => bail!(
+            "target.{triple}.runner in .cargo/config.toml is of type {}, not a string or an array of strings",
+            other.type_str()
+        ),
     };
     Ok((!words.is_empty()).then_some(words))
 }
 
 /// The runner cargo uses for `triple` in the repository at `root`: the environment's
 /// `CARGO_TARGET_<TRIPLE>_RUNNER` first, then `.cargo/config.toml`.
-pub fn runner(root: &Path, triple: &str) -> Result<Option<Vec<String>>, String> {
+pub fn runner(root: &Path, triple: &str) -> Result<Option<Vec<String>>> {
     if let Ok(line) = std::env::var(runner_variable(triple)) {
         let words: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
         return Ok((!words.is_empty()).then_some(words));
     }
     let path = root.join(".cargo/config.toml");
     let text =
-        std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     runner_in(&text, triple)
 }
 
@@ -109,16 +106,21 @@ linker = "riscv64-linux-gnu-gcc"
 
     #[test]
     fn a_runner_of_another_shape_is_an_error_that_says_where() {
-        let e = runner_in("[target.a]\nrunner = 3\n", "a").unwrap_err();
+        let e = format!(
+            "{:#}",
+            runner_in("[target.a]\nrunner = 3\n", "a").unwrap_err()
+        );
         assert!(
             e.contains("target.a.runner") && e.contains("of type integer"),
             "{e}"
         );
-        let e = runner_in("[target.a]\nrunner = [\"x\", 1]\n", "a").unwrap_err();
+        let e = format!(
+            "{:#}",
+            runner_in("[target.a]\nrunner = [\"x\", 1]\n", "a").unwrap_err()
+        );
         assert!(e.contains("type integer, not a string"), "{e}");
-        assert!(runner_in("[target.a\n", "a")
-            .unwrap_err()
-            .contains("not TOML"));
+        let e = format!("{:#}", runner_in("[target.a\n", "a").unwrap_err());
+        assert!(e.starts_with(".cargo/config.toml is not TOML: "), "{e}");
     }
 
     #[test]

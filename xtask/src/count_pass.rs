@@ -10,6 +10,7 @@ use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::{exit_code, run};
 use crate::{peers, pinned_qemu, setup, zig};
+use anyhow::{Context, Result};
 use std::process::Command;
 
 /// Cells only, unless told otherwise: the fault tests prove checks, which the leg's own
@@ -41,7 +42,7 @@ pub fn nextest_args(counted: &str) -> Vec<String> {
 
 /// What counts guest instructions, both built for this machine: the QEMU plugin
 /// (crates/qemu-count) and the pinned QEMU that loads it.
-pub fn ensure_count_plugin(repo: &Repo) -> Result<(), String> {
+pub fn ensure_count_plugin(repo: &Repo) -> Result<()> {
     say("cargo build --release -p ipc-matrix-qemu-count (the instruction-count plugin)");
     run(Command::new("cargo").args([
         "build",
@@ -57,8 +58,8 @@ pub fn ensure_count_plugin(repo: &Repo) -> Result<(), String> {
 /// Runs the count pass of `triple`; nextest's exit status. Prepared by the caller when
 /// `IPC_MATRIX_COUNT_PASS_PREPARED=1` (the second userland: the build, the plugin, the
 /// pinned QEMU and zig's settings come from the machine around it), else here.
-pub fn count_pass(repo: &Repo, triple: &str, nextest: &[String]) -> Result<u8, String> {
-    let counted = ipc_matrix_spec::counted_target(triple).ok_or_else(|| {
+pub fn count_pass(repo: &Repo, triple: &str, nextest: &[String]) -> Result<u8> {
+    let counted = ipc_matrix_spec::counted_target(triple).with_context(|| {
         format!(
             "count pass: {triple} has no counted build (the pinned QEMU covers x86_64 and aarch64)"
         )
@@ -86,6 +87,6 @@ pub fn count_pass(repo: &Repo, triple: &str, nextest: &[String]) -> Result<u8, S
         .env("IPC_MATRIX_EMULATE_NATIVE", "1")
         .env("IPC_MATRIX_COUNT", "on")
         .status()
-        .map_err(|e| format!("cargo nextest: {e}"))?;
+        .context("cargo nextest")?;
     Ok(exit_code(status))
 }

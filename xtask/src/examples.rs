@@ -4,6 +4,7 @@
 
 use crate::repo::Repo;
 use crate::sh::describe;
+use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -12,7 +13,7 @@ use std::process::{Command, Stdio};
 const IN_REPOSITORY: &str = r#"ipc-matrix = { path = "../../crates/cli" }"#;
 
 /// A new folder under TMPDIR, `ipc-matrix-<name>.<suffix>`, made by this process alone.
-fn new_folder(name: &str) -> Result<PathBuf, String> {
+fn new_folder(name: &str) -> Result<PathBuf> {
     let tmp = std::env::temp_dir();
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -26,10 +27,10 @@ fn new_folder(name: &str) -> Result<PathBuf, String> {
         match std::fs::create_dir(&folder) {
             Ok(()) => return Ok(folder),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(format!("{}: {e}", folder.display())),
+            Err(e) => return Err(e).with_context(|| folder.display().to_string()),
         }
     }
-    Err(format!("no new folder could be made in {}", tmp.display()))
+    bail!("no new folder could be made in {}", tmp.display())
 }
 
 /// The example's Cargo.toml text with ipc-matrix taken from `cli` instead.
@@ -43,10 +44,10 @@ fn pointed_at(manifest: &str, cli: &Path) -> Option<String> {
     })
 }
 
-pub fn copy(repo: &Repo, name: &str) -> Result<PathBuf, String> {
+pub fn copy(repo: &Repo, name: &str) -> Result<PathBuf> {
     let source = repo.root.join("examples").join(name);
     if name.contains('/') || !source.is_dir() {
-        return Err(format!("no example {name} under examples/"));
+        bail!("no example {name} under examples/");
     }
     let copy = new_folder(name)?;
     // Not what a build in place left (target/, build/): the user's clone has none. Files
@@ -57,9 +58,7 @@ pub fn copy(repo: &Repo, name: &str) -> Result<PathBuf, String> {
         .arg(&source)
         .args(["--exclude=./target", "--exclude=./build", "-cf", "-", "."])
         .stdout(Stdio::piped());
-    let mut packing = pack
-        .spawn()
-        .map_err(|e| format!("{}: {e}", describe(&pack)))?;
+    let mut packing = pack.spawn().with_context(|| describe(&pack))?;
     let mut unpack = Command::new("tar");
     unpack.arg("-C").arg(&copy).arg("-xmf").arg("-");
     if let Some(out) = packing.stdout.take() {
@@ -71,17 +70,15 @@ pub fn copy(repo: &Repo, name: &str) -> Result<PathBuf, String> {
     let packed = packing.wait().is_ok_and(|s| s.success());
     if !(packed && unpacked) {
         let _ = std::fs::remove_dir_all(&copy);
-        return Err(format!(
-            "copying examples/{name} to {} failed",
-            copy.display()
-        ));
+        bail!("copying examples/{name} to {} failed", copy.display());
     }
     let manifest = copy.join("Cargo.toml");
     if let Ok(text) = std::fs::read_to_string(&manifest) {
-        let pointed = pointed_at(&text, &repo.root.join("crates/cli"))
-            .ok_or_else(|| format!("examples/{name}/Cargo.toml: its line `{IN_REPOSITORY}` moved"));
+        let pointed = pointed_at(&text, &repo.root.join("crates/cli")).with_context(|| {
+            format!("examples/{name}/Cargo.toml: its line `{IN_REPOSITORY}` moved")
+        });
         let written = pointed.and_then(|t| {
-            std::fs::write(&manifest, t).map_err(|e| format!("{}: {e}", manifest.display()))
+            std::fs::write(&manifest, t).with_context(|| manifest.display().to_string())
         });
         if let Err(e) = written {
             let _ = std::fs::remove_dir_all(&copy);

@@ -6,6 +6,7 @@ use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::{exit_code, host_triple, run};
 use crate::{count_pass, peers, reports, setup, zig};
+use anyhow::{bail, Context, Result};
 use std::process::Command;
 
 /// The leg a target's results form: `<triple>@native` on this machine, else `@qemu`.
@@ -42,7 +43,7 @@ fn is_counted_build(triple: &str) -> bool {
 
 /// The suite of one target, set up first if needed, then its leg's reports; the first
 /// failure's exit status (every step runs).
-pub fn test_target(repo: &Repo, triple: &str, nextest: &[String]) -> Result<u8, String> {
+pub fn test_target(repo: &Repo, triple: &str, nextest: &[String]) -> Result<u8> {
     setup::setup_target(repo, triple)?;
     peers::build(repo, Some(triple))?;
     let host = host_triple()?;
@@ -71,11 +72,11 @@ pub fn test_target(repo: &Repo, triple: &str, nextest: &[String]) -> Result<u8, 
             .env("IPC_MATRIX_COUNT", count)
             .status()
             .map(exit_code)
-            .map_err(|e| format!("cargo nextest: {e}"))
+            .context("cargo nextest")
     });
     // A failed suite still gets its reports: what was measured is kept and shown.
     let mut first = suite.unwrap_or_else(|e| {
-        eprintln!("error: {e}");
+        eprintln!("error: {e:#}");
         1
     });
     let junit = repo.target_dir.join("nextest/ci");
@@ -104,14 +105,14 @@ pub fn test_target(repo: &Repo, triple: &str, nextest: &[String]) -> Result<u8, 
 /// is asked for as its leg (`<arch>-unknown-linux-musl@qemu`, or the counted triple
 /// alone) or, for the host's, as `<host>@qemu`; any other triple is a leg of its own,
 /// emulated unless it is the host's.
-pub fn accept_baseline(repo: &Repo, runs: u32, asked: Option<&str>) -> Result<(), String> {
+pub fn accept_baseline(repo: &Repo, runs: u32, asked: Option<&str>) -> Result<()> {
     let host = host_triple()?;
     let asked = asked.unwrap_or(&host);
     let triple = asked.split('@').next().unwrap_or(asked);
     let count_pass = asked == format!("{host}@qemu") || is_counted_build(triple);
     let leg = if count_pass {
         let counted = ipc_matrix_spec::counted_target(triple)
-            .ok_or_else(|| format!("{triple} has no counted build"))?;
+            .with_context(|| format!("{triple} has no counted build"))?;
         format!("{counted}@qemu")
     } else {
         if triple != host {
@@ -156,7 +157,7 @@ pub fn accept_baseline(repo: &Repo, runs: u32, asked: Option<&str>) -> Result<()
         accept.extend(["--profile", &profile, "--leg", &leg].map(str::to_owned));
         let code = reports::ipc_matrix(repo, cli, &accept)?;
         if code != 0 {
-            return Err(format!("ipc-matrix baseline accept failed (exit {code})"));
+            bail!("ipc-matrix baseline accept failed (exit {code})");
         }
     }
     say(&format!(

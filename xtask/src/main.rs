@@ -51,6 +51,7 @@ mod test_command;
 mod tools;
 mod zig;
 
+use anyhow::{bail, Context, Result};
 use repo::Repo;
 use std::process::ExitCode;
 
@@ -64,7 +65,7 @@ const USAGE: &str =
   accept-baseline [runs] [leg]   mutants [MINUTES [FILE...]]";
 
 /// Runs one task; the exit status it asks for.
-fn run(repo: &Repo, args: &[String]) -> Result<u8, String> {
+fn run(repo: &Repo, args: &[String]) -> Result<u8> {
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     match words.as_slice() {
         ["counted-target", triple] => match ipc_matrix_spec::counted_target(triple) {
@@ -97,7 +98,7 @@ fn run(repo: &Repo, args: &[String]) -> Result<u8, String> {
             let status = cli
                 .current_dir(&repo.caller_dir)
                 .status()
-                .map_err(|e| format!("{}: {e}", sh::describe(&cli)))?;
+                .with_context(|| sh::describe(&cli))?;
             return Ok(sh::exit_code(status));
         }
         ["reports", "--strict-instructions", legs @ ..] => {
@@ -114,14 +115,13 @@ fn run(repo: &Repo, args: &[String]) -> Result<u8, String> {
             return legs::test_target(repo, triple, &nextest);
         }
         ["accept-baseline", rest @ ..] if rest.len() <= 2 => {
-            let runs = match rest.first() {
-                None => 3,
-                Some(n) => n
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|&n| n >= 1)
-                    .ok_or("usage: cargo xtask accept-baseline [runs >= 1] [target-triple]")?,
-            };
+            let runs =
+                match rest.first() {
+                    None => 3,
+                    Some(n) => n.parse::<u32>().ok().filter(|&n| n >= 1).context(
+                        "usage: cargo xtask accept-baseline [runs >= 1] [target-triple]",
+                    )?,
+                };
             legs::accept_baseline(repo, runs, rest.get(1).copied())?;
         }
         ["big-endian-peer", triple] => return big_endian_peer::big_endian_peer(repo, triple),
@@ -146,7 +146,7 @@ fn run(repo: &Repo, args: &[String]) -> Result<u8, String> {
             print!("{}", zig::exports(&zig::env(repo, &args[1..])?));
         }
         ["mutants", ..] => return mutants::mutants(repo, &args[1..]),
-        _ => return Err(USAGE.into()),
+        _ => bail!(USAGE),
     }
     Ok(0)
 }
@@ -176,7 +176,8 @@ fn main() -> ExitCode {
     match run(&repo, &args) {
         Ok(status) => ExitCode::from(status),
         Err(e) => {
-            eprintln!("error: {e}");
+            // The whole chain, as "doing X: cause".
+            eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
     }

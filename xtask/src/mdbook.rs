@@ -5,13 +5,14 @@
 use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::run;
+use anyhow::Result;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 pub const VERSION: &str = "0.5.4";
 
 /// The mdbook binary, installed first if missing.
-pub fn ensure(repo: &Repo) -> Result<PathBuf, String> {
+pub fn ensure(repo: &Repo) -> Result<PathBuf> {
     let root = repo.target_dir.join(format!("tools/mdbook-{VERSION}"));
     let bin = root.join("bin/mdbook");
     if !bin.is_file() {

@@ -19,6 +19,7 @@
 use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::{output, run};
+use anyhow::{anyhow, bail, Context, Result};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -99,12 +100,12 @@ pub fn state(code: Option<i32>, budget_spent: bool, tally: &Tally, listed: usize
     }
 }
 
-pub fn mutants(repo: &Repo, args: &[String]) -> Result<u8, String> {
+pub fn mutants(repo: &Repo, args: &[String]) -> Result<u8> {
     let (minutes, files) = match args.split_first() {
         None => (20, Vec::new()),
         Some((m, rest)) => (
             m.parse::<u64>()
-                .map_err(|_| format!("the budget is a whole number of minutes, not '{m}'"))?,
+                .map_err(|_| anyhow!("the budget is a whole number of minutes, not '{m}'"))?,
             rest.to_vec(),
         ),
     };
@@ -115,7 +116,7 @@ pub fn mutants(repo: &Repo, args: &[String]) -> Result<u8, String> {
     };
     for f in &files {
         if !repo.root.join(f).is_file() {
-            return Err(format!("no file {f}"));
+            bail!("no file {f}");
         }
     }
     let version = output(Command::new("cargo").args(["mutants", "--version"])).unwrap_or_default();
@@ -135,7 +136,7 @@ pub fn mutants(repo: &Repo, args: &[String]) -> Result<u8, String> {
         .map_or_else(|| repo.target_dir.join("mutants-build"), Into::into);
     let build_timeout = std::env::var("MUTANTS_BUILD_TIMEOUT").unwrap_or_else(|_| "900".into());
     let out = repo.target_dir.join("mutants");
-    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    std::fs::create_dir_all(&out).with_context(|| out.display().to_string())?;
     let deadline = Instant::now() + Duration::from_secs(minutes * 60);
     let mut summary = format!(
         "# Mutants (budget {minutes} min, cargo-mutants {CARGO_MUTANTS_VERSION})\n\n\
@@ -162,15 +163,15 @@ pub fn mutants(repo: &Repo, args: &[String]) -> Result<u8, String> {
             continue;
         }
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
         let log = dir.join("log.txt");
         say(&format!(
             "cargo mutants --file {f} ({listed} mutants, {}s of budget left; log: {})",
             left.as_secs(),
             log.display()
         ));
-        let log_file = std::fs::File::create(&log).map_err(|e| e.to_string())?;
-        let err = log_file.try_clone().map_err(|e| e.to_string())?;
+        let log_file = std::fs::File::create(&log)?;
+        let err = log_file.try_clone()?;
         // `timeout` stops it with SIGINT at the budget (SIGKILL 120 s later), as a user's
         // Ctrl-C would, so that cargo-mutants writes what it found so far.
         let code = Command::new("timeout")
@@ -199,7 +200,7 @@ pub fn mutants(repo: &Repo, args: &[String]) -> Result<u8, String> {
             .stdout(log_file)
             .stderr(err)
             .status()
-            .map_err(|e| format!("timeout cargo mutants: {e}"))?
+            .context("timeout cargo mutants")?
             .code();
         let tally = Tally::read(&dir.join("mutants.out"));
         let spent = matches!(code, Some(124 | 130 | 137));
@@ -231,7 +232,7 @@ pub fn mutants(repo: &Repo, args: &[String]) -> Result<u8, String> {
     }
     summary += "\nExcluded as equivalent (each with its reason): .cargo/mutants.toml\n";
     let path = out.join("summary.md");
-    std::fs::write(&path, &summary).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::write(&path, &summary).with_context(|| path.display().to_string())?;
     print!("{summary}");
     Ok(status)
 }

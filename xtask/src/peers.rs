@@ -11,6 +11,7 @@ use crate::say::say;
 use crate::sh::{apt_install, have, host_triple, run};
 use crate::targets::target;
 use crate::zig;
+use anyhow::{anyhow, bail, Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -36,7 +37,7 @@ struct Compilers {
     is_static: bool,
 }
 
-fn compilers(repo: &Repo, triple: &str, host: Option<&str>) -> Result<Compilers, String> {
+fn compilers(repo: &Repo, triple: &str, host: Option<&str>) -> Result<Compilers> {
     if ipc_matrix_spec::counted_target(triple) == Some(triple) {
         let env = zig::env(repo, &[triple.to_owned()])?;
         let var = format!("CC_{}", triple.replace('-', "_"));
@@ -45,7 +46,7 @@ fn compilers(repo: &Repo, triple: &str, host: Option<&str>) -> Result<Compilers,
             .rev()
             .find(|(name, _)| *name == var)
             .map(|(_, value)| value.clone())
-            .ok_or_else(|| format!("cargo-zigbuild set no {var}"))?;
+            .with_context(|| format!("cargo-zigbuild set no {var}"))?;
         return Ok(Compilers {
             names: vec![cc],
             packages: Vec::new(),
@@ -108,15 +109,15 @@ fn modified(path: &Path) -> Option<std::time::SystemTime> {
 
 /// Builds the C peer for `triple` (this machine's when none) unless it is up to date;
 /// its path, relative to the repository's root.
-pub fn build(repo: &Repo, triple: Option<&str>) -> Result<PathBuf, String> {
+pub fn build(repo: &Repo, triple: Option<&str>) -> Result<PathBuf> {
     let host = host_triple().ok();
-    let triple = triple.or(host.as_deref()).ok_or(
+    let triple = triple.or(host.as_deref()).context(
         "rustc not found to name this machine's triple: usage: cargo xtask build-peer <target-triple>",
     )?;
     // The Python peer runs on the host's python3 (`#!/usr/bin/env python3`).
     if !have("python3") {
         apt_install(&["python3".into()]).map_err(|e| {
-            format!("python3 is missing and could not be installed ({e}): the Python peer's cells need it")
+            anyhow!("python3 is missing and could not be installed ({e:#}): the Python peer's cells need it")
         })?;
     }
     let compilers = compilers(repo, triple, host.as_deref())?;
@@ -136,17 +137,17 @@ pub fn build(repo: &Repo, triple: Option<&str>) -> Result<PathBuf, String> {
         None => {
             let (names, packages) = (compilers.names.join(" "), compilers.packages.join(" "));
             if compilers.packages.is_empty() {
-                return Err(format!("{names} does not work for {triple}"));
+                bail!("{names} does not work for {triple}");
             }
             apt_install(&compilers.packages).map_err(|e| {
-                format!("no working {names} for {triple}, and {packages} could not be installed ({e}): install them (or their equivalents) by hand")
+                anyhow!("no working {names} for {triple}, and {packages} could not be installed ({e:#}): install them (or their equivalents) by hand")
             })?;
-            working(&compilers).ok_or_else(|| {
+            working(&compilers).with_context(|| {
                 format!("{names} still missing or without libc headers after installing {packages}")
             })?
         }
     };
-    std::fs::create_dir_all(repo.root.join(&out)).map_err(|e| format!("{}: {e}", out.display()))?;
+    std::fs::create_dir_all(repo.root.join(&out)).with_context(|| out.display().to_string())?;
     say(&format!("{cc}: {SOURCE} -> {}", bin.display()));
     // Into a temporary name first: a failed build leaves no binary newer than the source,
     // and a concurrent reader never runs a half-written one.
@@ -163,8 +164,8 @@ pub fn build(repo: &Repo, triple: Option<&str>) -> Result<PathBuf, String> {
         .stdout(std::io::stderr());
     if let Err(e) = run(&mut compile) {
         let _ = std::fs::remove_file(&partial);
-        return Err(format!("{e} (the C peer for {triple})"));
+        bail!("{e:#} (the C peer for {triple})");
     }
-    std::fs::rename(&partial, &bin).map_err(|e| format!("{}: {e}", bin.display()))?;
+    std::fs::rename(&partial, &bin).with_context(|| bin.display().to_string())?;
     Ok(bin)
 }

@@ -11,6 +11,7 @@
 use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::{apt_install, missing_packages, output, run, succeeds};
+use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -53,7 +54,7 @@ fn identity() -> String {
 
 /// The pinned QEMU's folder of binaries, built first if it is not there (or was built
 /// from something else).
-pub fn ensure(repo: &Repo) -> Result<PathBuf, String> {
+pub fn ensure(repo: &Repo) -> Result<PathBuf> {
     let bin = bin_dir(repo);
     let root = bin.parent().map(Path::to_path_buf).unwrap_or_default();
     let stamp = root.join("built-from");
@@ -80,20 +81,20 @@ pub fn ensure(repo: &Repo) -> Result<PathBuf, String> {
     }
     if !missing.is_empty() {
         apt_install(&missing)
-            .map_err(|e| format!("building the pinned QEMU needs {}: {e}", missing.join(" ")))?;
+            .with_context(|| format!("building the pinned QEMU needs {}", missing.join(" ")))?;
     }
     let work = root.with_file_name(format!("qemu-{RELEASE}.build"));
     let _ = std::fs::remove_dir_all(&work);
     let _ = std::fs::remove_dir_all(&root);
     let src = work.join("src");
-    std::fs::create_dir_all(&src).map_err(|e| format!("{}: {e}", src.display()))?;
+    std::fs::create_dir_all(&src).with_context(|| src.display().to_string())?;
     for (file, sum) in sources() {
         let to = src.join(&file);
         match std::env::var_os("IPC_MATRIX_QEMU_SOURCE") {
             Some(dir) => {
-                std::fs::copy(Path::new(&dir).join(&file), &to).map_err(|e| {
+                std::fs::copy(Path::new(&dir).join(&file), &to).with_context(|| {
                     format!(
-                        "IPC_MATRIX_QEMU_SOURCE={} has no {file}: {e}",
+                        "IPC_MATRIX_QEMU_SOURCE={} has no {file}",
                         dir.to_string_lossy()
                     )
                 })?;
@@ -105,14 +106,14 @@ pub fn ensure(repo: &Repo) -> Result<PathBuf, String> {
                     .args(["--fail", "--silent", "--show-error", "--location", "--retry", "3", "-o"])
                     .arg(&to)
                     .arg(&url))
-                .map_err(|e| {
-                    format!("could not fetch {url} (set IPC_MATRIX_QEMU_SOURCE to a folder holding {file}): {e}")
+                .with_context(|| {
+                    format!("could not fetch {url} (set IPC_MATRIX_QEMU_SOURCE to a folder holding {file})")
                 })?;
             }
         }
         let got = output(Command::new("sha256sum").arg(&to))?;
         if got.split_whitespace().next() != Some(sum) {
-            return Err(format!("{file} does not have the pinned SHA-256 {sum}"));
+            bail!("{file} does not have the pinned SHA-256 {sum}");
         }
     }
     say(&format!(
@@ -125,17 +126,17 @@ pub fn ensure(repo: &Repo) -> Result<PathBuf, String> {
         .arg(&tree)
         .stdout(Stdio::null()))?;
     let build = work.join("build");
-    std::fs::create_dir_all(&build).map_err(|e| format!("{}: {e}", build.display()))?;
-    let logged = |mut command: Command, log: &str| -> Result<(), String> {
+    std::fs::create_dir_all(&build).with_context(|| build.display().to_string())?;
+    let logged = |mut command: Command, log: &str| -> Result<()> {
         let log = work.join(log);
-        let file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let err = file.try_clone().map_err(|e| e.to_string())?;
+        let file = std::fs::File::create(&log).with_context(|| log.display().to_string())?;
+        let err = file.try_clone()?;
         command.current_dir(&build).stdout(file).stderr(err);
         run(&mut command).map_err(|e| {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
             let tail: Vec<&str> = text.lines().rev().take(30).collect();
             let tail: Vec<&str> = tail.into_iter().rev().collect();
-            format!("{}\n{e} (logs in {})", tail.join("\n"), work.display())
+            anyhow!("{}\n{e:#} (logs in {})", tail.join("\n"), work.display())
         })
     };
     let mut configure = Command::new(tree.join("configure"));
@@ -155,15 +156,15 @@ pub fn ensure(repo: &Repo) -> Result<PathBuf, String> {
     let mut ninja = Command::new("ninja");
     ninja.args(BINARIES);
     logged(ninja, "build.log")?;
-    std::fs::create_dir_all(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
+    std::fs::create_dir_all(&bin).with_context(|| bin.display().to_string())?;
     for b in BINARIES {
-        std::fs::copy(build.join(b), bin.join(b)).map_err(|e| format!("copying {b}: {e}"))?;
+        std::fs::copy(build.join(b), bin.join(b)).with_context(|| format!("copying {b}"))?;
     }
     let help = output(Command::new(bin.join("qemu-x86_64")).arg("-h"))?;
     if !help.lines().any(|l| l.starts_with("-plugin")) {
-        return Err("the pinned QEMU was built without plugin support".into());
+        bail!("the pinned QEMU was built without plugin support");
     }
-    std::fs::write(&stamp, format!("{}\n", identity())).map_err(|e| e.to_string())?;
+    std::fs::write(&stamp, format!("{}\n", identity()))?;
     let _ = std::fs::remove_dir_all(&work);
     Ok(bin)
 }

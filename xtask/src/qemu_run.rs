@@ -134,7 +134,7 @@ fn prepare(repo: &Repo, arch: &str, gnu: &str, program: &[String]) -> Result<Com
         ));
     }
     let version = output(Command::new(&qemu).arg("--version"))
-        .map_err(|e| refuse(127, e))?
+        .map_err(|e| refuse(127, format!("{e:#}")))?
         .lines()
         .next()
         .unwrap_or_default()

@@ -17,6 +17,7 @@ use crate::cargo_config;
 use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::{describe, exit_code, run};
+use anyhow::{Context, Result};
 use std::process::Command;
 use std::sync::Mutex;
 
@@ -43,7 +44,7 @@ pub fn suite_target() -> Option<String> {
 /// The CLI of the suite built for `target` (the host's when none), made fresh (nothing
 /// compiles when the suite ran), as a command with `args`, run in the repository's root
 /// (where matrix.yaml is).
-pub fn cli(repo: &Repo, target: Option<&str>, args: &[String]) -> Result<Command, String> {
+pub fn cli(repo: &Repo, target: Option<&str>, args: &[String]) -> Result<Command> {
     // Once per target and task: cargo's look at a fresh workspace takes seconds, and a
     // task asks for reports several times with nothing built in between.
     static MADE_FRESH: Mutex<Vec<Option<String>>> = Mutex::new(Vec::new());
@@ -80,11 +81,9 @@ pub fn cli(repo: &Repo, target: Option<&str>, args: &[String]) -> Result<Command
 }
 
 /// Runs the CLI (see [`cli`]); its exit status.
-pub fn ipc_matrix(repo: &Repo, target: Option<&str>, args: &[String]) -> Result<u8, String> {
+pub fn ipc_matrix(repo: &Repo, target: Option<&str>, args: &[String]) -> Result<u8> {
     let mut command = cli(repo, target, args)?;
-    let status = command
-        .status()
-        .map_err(|e| format!("{}: {e}", describe(&command)))?;
+    let status = command.status().with_context(|| describe(&command))?;
     Ok(exit_code(status))
 }
 
@@ -98,12 +97,7 @@ pub fn suite_profile() -> String {
 
 /// Writes each leg's reports; the first failure's exit status (0 when none failed), each
 /// failure said as it happens.
-pub fn write(
-    repo: &Repo,
-    target: Option<&str>,
-    legs: &[String],
-    strict: bool,
-) -> Result<u8, String> {
+pub fn write(repo: &Repo, target: Option<&str>, legs: &[String], strict: bool) -> Result<u8> {
     let profile = suite_profile();
     let mut first = 0;
     for leg in legs {
@@ -124,7 +118,7 @@ pub fn write(
             args.push("--strict-instructions".into());
         }
         let code = ipc_matrix(repo, target, &args).unwrap_or_else(|e| {
-            eprintln!("error: {e}");
+            eprintln!("error: {e:#}");
             1
         });
         if code != 0 {

@@ -16,6 +16,7 @@ use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::{apt_install, exit_code, have, host_triple, is_root, output, run, succeeds, tail};
 use crate::{reports, zig};
+use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -68,7 +69,7 @@ impl Root {
 }
 
 /// The userland's folder, made once (again when its packages change).
-fn prepare(repo: &Repo, root: &Root) -> Result<PathBuf, String> {
+fn prepare(repo: &Repo, root: &Root) -> Result<PathBuf> {
     let userland = repo.target_dir.join("userland").join(SUITE);
     let made = userland.join(".made");
     if std::fs::read_to_string(&made).is_ok_and(|m| m.trim_end() == PACKAGES) {
@@ -76,7 +77,7 @@ fn prepare(repo: &Repo, root: &Root) -> Result<PathBuf, String> {
     }
     if !have("debootstrap") {
         apt_install(&["debootstrap".into()])
-            .map_err(|e| format!("debootstrap is missing and could not be installed: {e}"))?;
+            .context("debootstrap is missing and could not be installed")?;
     }
     if !Path::new(KEYRING).is_file() {
         let _ = apt_install(&["debian-archive-keyring".into()]);
@@ -91,8 +92,8 @@ fn prepare(repo: &Repo, root: &Root) -> Result<PathBuf, String> {
         .join("userland")
         .join(format!("{SUITE}.log"));
     std::fs::create_dir_all(repo.target_dir.join("userland"))
-        .map_err(|e| format!("{}: {e}", log.display()))?;
-    let log_file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        .with_context(|| log.display().to_string())?;
+    let log_file = std::fs::File::create(&log).with_context(|| log.display().to_string())?;
     let mut debootstrap = root.command("debootstrap");
     debootstrap.arg("--variant=minbase");
     if Path::new(KEYRING).is_file() {
@@ -103,28 +104,25 @@ fn prepare(repo: &Repo, root: &Root) -> Result<PathBuf, String> {
         .arg(SUITE)
         .arg(&userland)
         .arg(MIRROR)
-        .stdout(log_file.try_clone().map_err(|e| e.to_string())?)
+        .stdout(log_file.try_clone()?)
         .stderr(log_file);
     if !debootstrap.status().is_ok_and(|s| s.success()) {
         eprintln!(
             "{}",
             tail(&std::fs::read_to_string(&log).unwrap_or_default(), 20)
         );
-        return Err(format!(
-            "debootstrap {SUITE} failed (log: {})",
-            log.display()
-        ));
+        bail!("debootstrap {SUITE} failed (log: {})", log.display());
     }
     let mut tee = root.command("tee");
     tee.arg(&made).stdin(Stdio::piped()).stdout(Stdio::null());
-    let mut child = tee.spawn().map_err(|e| format!("tee: {e}"))?;
+    let mut child = tee.spawn().context("tee")?;
     if let Some(mut stdin) = child.stdin.take() {
         use std::io::Write;
         stdin
             .write_all(format!("{PACKAGES}\n").as_bytes())
-            .map_err(|e| format!("{}: {e}", made.display()))?;
+            .with_context(|| made.display().to_string())?;
     }
-    child.wait().map_err(|e| format!("tee: {e}"))?;
+    child.wait().context("tee")?;
     Ok(userland)
 }
 
@@ -180,7 +178,7 @@ fn env_path(name: &str, default: impl FnOnce() -> PathBuf) -> PathBuf {
 }
 
 /// Runs the task; the first failure's exit status (every check runs).
-pub fn second_userland(repo: &Repo, args: &[String]) -> Result<u8, String> {
+pub fn second_userland(repo: &Repo, args: &[String]) -> Result<u8> {
     let root = if is_root() {
         Root { sudo: false }
     } else {
@@ -189,7 +187,7 @@ pub fn second_userland(repo: &Repo, args: &[String]) -> Result<u8, String> {
             return Ok(0);
         }
         if !succeeds(Command::new("sudo").args(["-n", "true"])) {
-            return Err("the second userland needs root (debootstrap, mounts, chroot): run as root or with passwordless sudo, or set IPC_MATRIX_SKIP_SECOND_USERLAND=1 to leave this proof out, knowingly".into());
+            bail!("the second userland needs root (debootstrap, mounts, chroot): run as root or with passwordless sudo, or set IPC_MATRIX_SKIP_SECOND_USERLAND=1 to leave this proof out, knowingly");
         }
         Root { sudo: true }
     };
@@ -203,16 +201,16 @@ pub fn second_userland(repo: &Repo, args: &[String]) -> Result<u8, String> {
         None => (host, Vec::new()),
     };
     let counted = ipc_matrix_spec::counted_target(&triple)
-        .ok_or_else(|| format!("second userland: {triple} has no counted build"))?;
+        .with_context(|| format!("second userland: {triple} has no counted build"))?;
     let leg = format!("{counted}@qemu");
     let profile = reports::suite_profile();
     let results = repo.target_dir.join("ipc-matrix");
     let here = results.join(&leg).join(&profile);
     if !prepare_only && !here.join("cells").is_dir() {
-        return Err(format!(
+        bail!(
             "second userland: no count pass results at {} (run scripts/count-pass.sh {triple} first)",
             here.display()
-        ));
+        );
     }
     let userland = prepare(repo, &root)?;
     if prepare_only {
@@ -258,8 +256,8 @@ pub fn second_userland(repo: &Repo, args: &[String]) -> Result<u8, String> {
             reports::suite_target().as_deref(),
             &report_args(&results, &["--gating-cells".into()]),
         )?;
-        let ids = output(&mut gating).map_err(|e| {
-            format!("second userland: could not tell which cells of {leg} gate: {e}")
+        let ids = output(&mut gating).with_context(|| {
+            format!("second userland: could not tell which cells of {leg} gate")
         })?;
         let ids: Vec<&str> = ids.lines().filter(|l| !l.is_empty()).collect();
         if ids.is_empty() {
@@ -285,10 +283,10 @@ pub fn second_userland(repo: &Repo, args: &[String]) -> Result<u8, String> {
     // Written by root of the namespace: removed as root, and a failure to remove them fails
     // here (stale results must never be judged as this run's).
     run(root.command("rm").arg("-rf").arg(there.join(&leg)))?;
-    std::fs::create_dir_all(&there).map_err(|e| format!("{}: {e}", there.display()))?;
+    std::fs::create_dir_all(&there).with_context(|| there.display().to_string())?;
     // cargo-nextest, wherever it was installed (cargo's bin folder, or /usr/local/bin).
     let nextest_bin = output(Command::new("sh").args(["-c", "command -v cargo-nextest"]))
-        .map_err(|_| "cargo-nextest is not in PATH".to_string())?;
+        .map_err(|_| anyhow!("cargo-nextest is not in PATH"))?;
     let nextest_dir = Path::new(&nextest_bin)
         .parent()
         .map(Path::to_path_buf)
@@ -346,7 +344,7 @@ pub fn second_userland(repo: &Repo, args: &[String]) -> Result<u8, String> {
             .into_iter()
             .filter(|(name, _)| counted_setting(name)),
     );
-    let xtask = std::env::current_exe().map_err(|e| format!("this task's binary: {e}"))?;
+    let xtask = std::env::current_exe().context("this task's binary")?;
     let mut namespace = root.command("env");
     namespace
         .arg("-i")
@@ -370,7 +368,7 @@ pub fn second_userland(repo: &Repo, args: &[String]) -> Result<u8, String> {
     let mut first = exit_code(
         namespace
             .status()
-            .map_err(|e| format!("the second userland's namespace: {e}"))?,
+            .context("the second userland's namespace")?,
     );
     if built(repo, counted) != before {
         say("the count pass in the second userland built the counted binary again: the environment given to it differs from the one its build out here had");
@@ -379,7 +377,7 @@ pub fn second_userland(repo: &Repo, args: &[String]) -> Result<u8, String> {
     // The results in there were written by root of the namespace: the report reads them
     // here. Judged against the committed baselines; then this machine's run, cell by cell,
     // against them: a cell that gates here and was not counted there fails too.
-    let report = |extra: &[String], results: &Path| -> Result<u8, String> {
+    let report = |extra: &[String], results: &Path| -> Result<u8> {
         let args = report_args(results, extra);
         reports::ipc_matrix(repo, reports::suite_target().as_deref(), &args)
     };
@@ -398,7 +396,7 @@ pub fn second_userland(repo: &Repo, args: &[String]) -> Result<u8, String> {
         ),
     ] {
         let code = outcome.unwrap_or_else(|e| {
-            eprintln!("error: {e}");
+            eprintln!("error: {e:#}");
             1
         });
         if first == 0 {

@@ -8,8 +8,9 @@ use crate::say::say;
 use crate::sh::{apt_install, have, host_triple, rustup_target};
 use crate::targets::target;
 use crate::{pinned_qemu, zig};
+use anyhow::{anyhow, Result};
 
-pub fn setup_target(repo: &Repo, triple: &str) -> Result<(), String> {
+pub fn setup_target(repo: &Repo, triple: &str) -> Result<()> {
     if ipc_matrix_spec::counted_target(triple) == Some(triple) {
         rustup_target(triple)?;
         zig::ensure(&repo.target_dir)?;
@@ -44,9 +45,10 @@ pub fn setup_target(repo: &Repo, triple: &str) -> Result<(), String> {
         ));
         return Ok(());
     }
+    // The advice follows the cause, so the chain is written into this one message.
     apt_install(&missing).map_err(|e| {
-        format!(
-            "could not install {}: {e}; install them (or their equivalents) by hand (Debian and Ubuntu are known)",
+        anyhow!(
+            "could not install {}: {e:#}; install them (or their equivalents) by hand (Debian and Ubuntu are known)",
             missing.join(" ")
         )
     })?;

@@ -1,6 +1,7 @@
 //! Running other programs: the machine's tools, apt for what is missing.
 
 use crate::say::say;
+use anyhow::{bail, Context, Result};
 use std::process::{Command, Stdio};
 
 /// Whether `program` is on PATH (as `command -v` finds it).
@@ -17,15 +18,12 @@ pub fn have(program: &str) -> bool {
 }
 
 /// Runs `command`, its output shown; an error names it and how it ended.
-pub fn run(command: &mut Command) -> Result<(), String> {
-    let status = command
-        .status()
-        .map_err(|e| format!("{}: {e}", describe(command)))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{} failed ({status})", describe(command)))
+pub fn run(command: &mut Command) -> Result<()> {
+    let status = command.status().with_context(|| describe(command))?;
+    if !status.success() {
+        bail!("{} failed ({status})", describe(command));
     }
+    Ok(())
 }
 
 /// Runs `command` quietly; whether it succeeded.
@@ -39,19 +37,19 @@ pub fn succeeds(command: &mut Command) -> bool {
 }
 
 /// The stdout of `command`, trimmed; an error when it fails.
-pub fn output(command: &mut Command) -> Result<String, String> {
+pub fn output(command: &mut Command) -> Result<String> {
     let out = output_bytes(command)?;
     Ok(String::from_utf8_lossy(&out).trim().to_string())
 }
 
 /// The stdout of `command` as it printed it (its stderr shown); an error when it fails.
-pub fn output_bytes(command: &mut Command) -> Result<Vec<u8>, String> {
+pub fn output_bytes(command: &mut Command) -> Result<Vec<u8>> {
     let out = command
         .stderr(Stdio::inherit())
         .output()
-        .map_err(|e| format!("{}: {e}", describe(command)))?;
+        .with_context(|| describe(command))?;
     if !out.status.success() {
-        return Err(format!("{} failed ({})", describe(command), out.status));
+        bail!("{} failed ({})", describe(command), out.status);
     }
     Ok(out.stdout)
 }
@@ -97,9 +95,9 @@ pub fn is_root() -> bool {
 
 /// Installs Debian/Ubuntu packages with apt (through sudo when not root); an error
 /// without apt, or when apt fails.
-pub fn apt_install(packages: &[String]) -> Result<(), String> {
+pub fn apt_install(packages: &[String]) -> Result<()> {
     if !have("apt-get") {
-        return Err(format!("no apt-get to install {}", packages.join(" ")));
+        bail!("no apt-get to install {}", packages.join(" "));
     }
     let apt = |args: &[&str]| {
         let mut command = if is_root() {
@@ -120,16 +118,16 @@ pub fn apt_install(packages: &[String]) -> Result<(), String> {
 }
 
 /// The host's target triple (`rustc -vV`).
-pub fn host_triple() -> Result<String, String> {
+pub fn host_triple() -> Result<String> {
     let info = output(Command::new("rustc").arg("-vV"))?;
     info.lines()
         .find_map(|l| l.strip_prefix("host: "))
         .map(str::to_owned)
-        .ok_or_else(|| "rustc -vV names no host".into())
+        .context("rustc -vV names no host")
 }
 
 /// Adds `triple` to the pinned toolchain with rustup, unless it is there.
-pub fn rustup_target(triple: &str) -> Result<(), String> {
+pub fn rustup_target(triple: &str) -> Result<()> {
     let installed = output(Command::new("rustup").args(["target", "list", "--installed"]))?;
     if installed.lines().any(|l| l.trim() == triple) {
         say(&format!("rustup target {triple}: already installed"));
@@ -148,11 +146,17 @@ mod tests {
         let mut c = Command::new("sh");
         c.args(["-c", "exit 3"]);
         assert_eq!(describe(&c), "sh -c exit 3");
-        let e = run(&mut c).unwrap_err();
+        let e = format!("{:#}", run(&mut c).unwrap_err());
         assert!(
             e.starts_with("sh -c exit 3 failed") && e.contains('3'),
             "{e}"
         );
+        // A command that cannot start: its words, then why (the cause kept in the chain).
+        let e = format!(
+            "{:#}",
+            run(&mut Command::new("no-such-program-here")).unwrap_err()
+        );
+        assert!(e.starts_with("no-such-program-here: "), "{e}");
         assert!(have("sh"));
         assert!(!have("no-such-program-here"));
         assert_eq!(

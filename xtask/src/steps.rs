@@ -5,6 +5,7 @@
 
 use crate::say::say;
 use crate::sh::{describe, exit_code};
+use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::SystemTime;
@@ -37,13 +38,14 @@ impl Steps {
         self.failures.push(format!("exit {code}: {what}"));
     }
 
-    /// Records a task's outcome: its exit status, or an error (exit 1) said here.
-    pub fn outcome(&mut self, outcome: Result<u8, String>, what: &str) {
+    /// Records a task's outcome: its exit status, or an error (exit 1) said here, with
+    /// its whole chain of causes.
+    pub fn outcome(&mut self, outcome: Result<u8>, what: &str) {
         match outcome {
             Ok(code) => self.record(code, what),
             Err(e) => {
-                eprintln!("error: {e}");
-                self.record(1, &format!("{what}: {e}"));
+                eprintln!("error: {e:#}");
+                self.record(1, &format!("{what}: {e:#}"));
             }
         }
     }
@@ -202,12 +204,16 @@ more</system-err>
         steps.record(0, "passed");
         assert_eq!(steps.status(), 0);
         steps.record(100, "a");
-        steps.outcome(Err("broke".into()), "b");
+        steps.outcome(Err(anyhow::anyhow!("cause").context("broke")), "b");
         steps.run(Command::new("sh").args(["-c", "exit 3"]));
         assert_eq!(steps.status(), 100);
         assert_eq!(
             steps.failures,
-            ["exit 100: a", "exit 1: b: broke", "exit 3: sh -c exit 3"]
+            [
+                "exit 100: a",
+                "exit 1: b: broke: cause",
+                "exit 3: sh -c exit 3"
+            ]
         );
     }
 }

@@ -2,6 +2,8 @@
 //! Debian's packages for it, the QEMU that runs it and the CPU model QEMU is pinned to,
 //! and, for the architectures whose cells are counted, the counted build.
 
+use anyhow::Context;
+
 /// One target triple's recipe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Target {
@@ -65,11 +67,14 @@ pub const TARGETS: &[Target] = &[
 ];
 
 /// The recipe of `triple`, or an error that lists the known ones.
-pub fn target(triple: &str) -> Result<&'static Target, String> {
-    TARGETS.iter().find(|t| t.triple == triple).ok_or_else(|| {
-        let known: Vec<_> = TARGETS.iter().map(|t| t.triple).collect();
-        format!("no recipe for {triple}; known: {}", known.join(", "))
-    })
+pub fn target(triple: &str) -> anyhow::Result<&'static Target> {
+    TARGETS
+        .iter()
+        .find(|t| t.triple == triple)
+        .with_context(|| {
+            let known: Vec<_> = TARGETS.iter().map(|t| t.triple).collect();
+            format!("no recipe for {triple}; known: {}", known.join(", "))
+        })
 }
 
 #[cfg(test)]
@@ -78,7 +83,7 @@ mod tests {
 
     #[test]
     fn an_unknown_triple_is_refused_with_the_known_ones() {
-        let e = target("mips-unknown-linux-gnu").unwrap_err();
+        let e = format!("{:#}", target("mips-unknown-linux-gnu").unwrap_err());
         assert!(e.contains("no recipe for mips-unknown-linux-gnu"), "{e}");
         assert!(e.contains("s390x-unknown-linux-gnu"), "{e}");
         assert_eq!(

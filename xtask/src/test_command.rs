@@ -22,6 +22,7 @@ use crate::say::say;
 use crate::sh::{describe, exit_code, host_triple, run, tail};
 use crate::steps::{started, Steps};
 use crate::{count_pass, mdbook, peers, pinned_qemu, reports, second_userland, setup, zig};
+use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -29,16 +30,16 @@ use std::process::{Command, Stdio};
 const BIG_ENDIAN: &str = "s390x-unknown-linux-gnu";
 
 /// A step that the rest depends on: its failure ends the command.
-fn required(command: &mut Command) -> Result<(), String> {
+fn required(command: &mut Command) -> Result<()> {
     run(command)
 }
 
 /// This task's own binary, to run one of its tasks as a process of its own (its output
 /// to a log).
-fn this_task() -> Result<Command, String> {
+fn this_task() -> Result<Command> {
     std::env::current_exe()
         .map(Command::new)
-        .map_err(|e| format!("this task's binary: {e}"))
+        .context("this task's binary")
 }
 
 /// `from` copied to `to`, when it exists (a suite that built nothing wrote none).
@@ -50,13 +51,11 @@ fn keep_junit(from: &Path, to: &Path) {
 /// compiles (nothing is timed then): the pinned QEMU that counts, the second userland,
 /// and mdbook, one after the other (two of them may install packages, and apt takes one
 /// at a time).
-pub fn prepare(repo: &Repo) -> Result<(), String> {
+pub fn prepare(repo: &Repo) -> Result<()> {
     pinned_qemu::ensure(repo)?;
     let code = second_userland::second_userland(repo, &["--prepare".into()])?;
     if code != 0 {
-        return Err(format!(
-            "the second userland could not be made (exit {code})"
-        ));
+        bail!("the second userland could not be made (exit {code})");
     }
     mdbook::ensure(repo).map(drop)
 }
@@ -92,7 +91,7 @@ pub fn counted_leg(repo: &Repo, triple: &str, nextest: &[String]) -> u8 {
     steps.status()
 }
 
-pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8, String> {
+pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8> {
     let since = started();
     let host = host_triple()?;
     let other = if host.starts_with("aarch64-") {
@@ -101,20 +100,20 @@ pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8, String> {
         "aarch64-unknown-linux-gnu"
     };
     let counted_of = |t: &str| {
-        ipc_matrix_spec::counted_target(t).ok_or_else(|| {
+        ipc_matrix_spec::counted_target(t).with_context(|| {
             format!("{t} has no counted build: the test command counts x86_64 and aarch64")
         })
     };
     let (counted, other_counted) = (counted_of(&host)?, counted_of(other)?);
     let results = repo.target_dir.join("ipc-matrix");
     let nextest_dir = repo.target_dir.join("nextest");
-    std::fs::create_dir_all(&results).map_err(|e| format!("{}: {e}", results.display()))?;
+    std::fs::create_dir_all(&results).with_context(|| results.display().to_string())?;
     let mut steps = Steps::default();
 
     let prepare_log = results.join("prepare.log");
-    let log = |path: &Path| -> Result<(Stdio, Stdio), String> {
-        let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let copy = file.try_clone().map_err(|e| e.to_string())?;
+    let log = |path: &Path| -> Result<(Stdio, Stdio)> {
+        let file = std::fs::File::create(path).with_context(|| path.display().to_string())?;
+        let copy = file.try_clone()?;
         Ok((file.into(), copy.into()))
     };
     let (out, err) = log(&prepare_log)?;
@@ -124,7 +123,7 @@ pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8, String> {
         .stdout(out)
         .stderr(err)
         .spawn()
-        .map_err(|e| format!("starting the preparation: {e}"))?;
+        .context("starting the preparation")?;
 
     say("cargo fmt --check");
     required(Command::new("cargo").args(["fmt", "--all", "--", "--check"]))?;
@@ -233,7 +232,7 @@ pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8, String> {
         .stdout(out)
         .stderr(err)
         .spawn()
-        .map_err(|e| format!("starting the count passes of {other_counted}: {e}"))?;
+        .with_context(|| format!("starting the count passes of {other_counted}"))?;
     // The host's instruction-count pass: its cells again, as its architecture's counted
     // build; the leg <arch>-unknown-linux-musl@qemu is judged on instructions.
     count_and_prove(repo, &host, &[], &mut steps);
@@ -269,9 +268,7 @@ pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8, String> {
                 .args(["--profile", "ci", "--target", other_counted])
                 .envs(env)
                 .env("IPC_MATRIX_COUNT", "off");
-            c.status()
-                .map(exit_code)
-                .map_err(|e| format!("{}: {e}", describe(&c)))
+            c.status().map(exit_code).with_context(|| describe(&c))
         }),
         &format!("the transport suite on {other_counted}"),
     );
@@ -343,7 +340,7 @@ pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8, String> {
                 c.stdout(Stdio::null())
                     .status()
                     .map(exit_code)
-                    .map_err(|e| e.to_string())
+                    .map_err(anyhow::Error::from)
             }),
             "the legs side by side",
         );
@@ -383,12 +380,12 @@ pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8, String> {
 }
 
 /// The book, built; its last lines shown.
-fn build_book(repo: &Repo) -> Result<u8, String> {
+fn build_book(repo: &Repo) -> Result<u8> {
     let mdbook = mdbook::ensure(repo)?;
     let out = Command::new(&mdbook)
         .args(["build", "docs"])
         .output()
-        .map_err(|e| format!("{}: {e}", mdbook.display()))?;
+        .with_context(|| mdbook.display().to_string())?;
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -401,7 +398,7 @@ fn build_book(repo: &Repo) -> Result<u8, String> {
 /// Builds the cells of the counted builds given (the count passes' own build) in one
 /// cargo run, so that each one's serial tail (the last crates, the links) overlaps the
 /// other's work.
-pub fn counted_build(repo: &Repo, counted: &[&str]) -> Result<u8, String> {
+pub fn counted_build(repo: &Repo, counted: &[&str]) -> Result<u8> {
     say(&format!("the counted builds: {}", counted.join(" ")));
     let triples: Vec<String> = counted.iter().map(|t| (*t).to_owned()).collect();
     let mut build = Command::new("cargo");
@@ -422,5 +419,5 @@ pub fn counted_build(repo: &Repo, counted: &[&str]) -> Result<u8, String> {
     build
         .status()
         .map(exit_code)
-        .map_err(|e| format!("{}: {e}", describe(&build)))
+        .with_context(|| describe(&build))
 }

@@ -28,7 +28,7 @@ pub fn interop_tools() {
     }
     if let Err(e) = apt_install(&missing) {
         say(&format!(
-            "could not install {} ({e}): the interop tests that need them are listed as ignored",
+            "could not install {} ({e:#}): the interop tests that need them are listed as ignored",
             missing.join(" ")
         ));
     }

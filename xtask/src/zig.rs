@@ -6,6 +6,7 @@ use crate::fixed_paths;
 use crate::repo::Repo;
 use crate::say::say;
 use crate::sh::{apt_install, output, output_bytes, run, succeeds};
+use anyhow::{bail, Context, Result};
 use std::fs::Permissions;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -20,7 +21,7 @@ pub fn venv(target_dir: &Path) -> PathBuf {
 }
 
 /// Makes the virtualenv with both, unless it works already.
-pub fn ensure(target_dir: &Path) -> Result<(), String> {
+pub fn ensure(target_dir: &Path) -> Result<()> {
     let venv = venv(target_dir);
     let python = venv.join("bin/python3");
     if venv.join("bin/cargo-zigbuild").is_file()
@@ -29,15 +30,14 @@ pub fn ensure(target_dir: &Path) -> Result<(), String> {
         return Ok(());
     }
     if !succeeds(Command::new("python3").arg("--version")) {
-        apt_install(&["python3".into(), "python3-venv".into()]).map_err(|e| {
-            format!("python3 is missing (the counted builds' zig comes from PyPI): {e}")
-        })?;
+        apt_install(&["python3".into(), "python3-venv".into()])
+            .context("python3 is missing (the counted builds' zig comes from PyPI)")?;
     }
     let make = || succeeds(Command::new("python3").arg("-m").arg("venv").arg(&venv));
     if !make() {
         apt_install(&["python3-venv".into()])?;
         if !make() {
-            return Err("python3 -m venv failed (install python3-venv)".into());
+            bail!("python3 -m venv failed (install python3-venv)");
         }
     }
     say(&format!(
@@ -61,7 +61,7 @@ pub fn ensure(target_dir: &Path) -> Result<(), String> {
 /// --target <triple>` builds exactly as cargo zigbuild does; then how the wrappers find
 /// zig, the zig recorded with each count, and the paths kept out of the build
 /// ([`fixed_paths`]). Later entries win.
-pub fn env(repo: &Repo, triples: &[String]) -> Result<Vec<(String, String)>, String> {
+pub fn env(repo: &Repo, triples: &[String]) -> Result<Vec<(String, String)>> {
     ensure(&repo.target_dir)?;
     let venv = venv(&repo.target_dir);
     // cargo-zigbuild runs `$CARGO` with what it set: a `cargo` that prints its
@@ -72,12 +72,12 @@ pub fn env(repo: &Repo, triples: &[String]) -> Result<Vec<(String, String)>, Str
         std::fs::write(&partial, "#!/bin/sh\nexec env -0\n")
             .and_then(|()| std::fs::set_permissions(&partial, Permissions::from_mode(0o755)))
             .and_then(|()| std::fs::rename(&partial, &print_env))
-            .map_err(|e| format!("{}: {e}", print_env.display()))?;
+            .with_context(|| print_env.display().to_string())?;
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     let path =
         std::env::join_paths(std::iter::once(venv.join("bin")).chain(std::env::split_paths(&path)))
-            .map_err(|e| format!("PATH: {e}"))?;
+            .context("PATH")?;
     let mut zigbuild = Command::new(venv.join("bin/cargo-zigbuild"));
     zigbuild
         .arg("zigbuild")
