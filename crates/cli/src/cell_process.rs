@@ -74,9 +74,9 @@ fn serve(dir: &Path) -> Result<(), String> {
     let request: Request =
         serde_json::from_str(&text).map_err(|e| format!("reading its request: {e}"))?;
     for (name, library) in &request.plugins {
-        ipc_matrix_transport::register_plugin(name, library)?;
+        ipc_matrix_transport::register_plugin(name, library).map_err(|e| e.to_string())?;
     }
-    let mut options = RunOptions::from_env()?;
+    let mut options = RunOptions::from_env().map_err(|e| e.to_string())?;
     options.run_id = request.run_id;
     options.project_dir = request.project_dir;
     let progress = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));

@@ -427,6 +427,6 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
 }
 
 /// A size as matrix.yaml writes one (`200B`, `64KiB`, `1MB`).
-fn byte_size(text: &str) -> Result<u64, String> {
+fn byte_size(text: &str) -> Result<u64, ipc_matrix_spec::UnitError> {
     ipc_matrix_spec::ByteSize::parse(text).map(|size| size.bytes())
 }

@@ -83,13 +83,14 @@ pub fn run(crate_dir: &Path, extra: Vec<Trial>) -> ExitCode {
     let profile = std::env::var("IPC_MATRIX_PROFILE").unwrap_or_else(|_| "quick".into());
     let out = env_path("IPC_MATRIX_OUT").unwrap_or_else(|| default_out_dir(&home));
 
-    let cells = match crate::project::load_matrix(&matrix).and_then(|spec| spec.cells(&profile)) {
-        Ok(cells) => cells,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(exit_code::USAGE);
-        }
-    };
+    let cells =
+        match crate::project::load_matrix(&matrix).and_then(|spec| Ok(spec.cells(&profile)?)) {
+            Ok(cells) => cells,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(exit_code::USAGE);
+            }
+        };
     let mut trials: Vec<Trial> = cells
         .into_iter()
         .map(|cell| {

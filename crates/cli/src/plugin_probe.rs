@@ -36,33 +36,49 @@ pub fn serve_if_requested() {
     std::process::exit(code);
 }
 
+/// Why a library must not be loaded in the process that runs the cells: loading it in a
+/// probe of its own failed so.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeRefusal {
+    #[error("{what}: {source}")]
+    NotStarted {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "loading it did not finish in {PROBE_TIMEOUT:?}: its initialisers or ipcm_stack_v1() hang"
+    )]
+    Hung,
+    #[error("loading it killed the process that loaded it (signal {signal}): its initialisers or ipcm_stack_v1() crashed")]
+    Crashed { signal: i32 },
+    #[error("loading it ended the process that loaded it (exit status {code:?})")]
+    Ended { code: Option<i32> },
+}
+
 /// Loads the library at `library` in a probe; `Err` says why it must not be loaded here.
-pub fn probe(name: &str, library: &Path) -> Result<(), String> {
+pub fn probe(name: &str, library: &Path) -> Result<(), ProbeRefusal> {
+    let not_started = |what| move |source| ProbeRefusal::NotStarted { what, source };
     let mut child = crate::this_binary::command()
-        .map_err(|e| format!("finding this binary: {e}"))?
+        .map_err(not_started("finding this binary"))?
         .env(PLUGIN_PROBE_ENV, format!("{name}\n{}", library.display()))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("starting a process to load it in: {e}"))?;
+        .map_err(not_started("starting a process to load it in"))?;
     let status =
-        crate::this_binary::wait_within(&mut child, PROBE_TIMEOUT, Duration::from_millis(5))?;
+        crate::this_binary::wait_within(&mut child, PROBE_TIMEOUT, Duration::from_millis(5))
+            .map_err(not_started("waiting for the process that loads it"))?;
     let Some(status) = status else {
-        return Err(format!(
-            "loading it did not finish in {PROBE_TIMEOUT:?}: its initialisers or ipcm_stack_v1() hang"
-        ));
+        return Err(ProbeRefusal::Hung);
     };
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(0), _) => Ok(()),
         // Refused with a reason the command gives again when it loads it.
         (Some(2), _) => Ok(()),
-        (_, Some(signal)) => Err(format!(
-            "loading it killed the process that loaded it (signal {signal}): its initialisers or ipcm_stack_v1() crashed"
-        )),
-        (code, _) => Err(format!(
-            "loading it ended the process that loaded it (exit status {code:?})"
-        )),
+        (_, Some(signal)) => Err(ProbeRefusal::Crashed { signal }),
+        (code, _) => Err(ProbeRefusal::Ended { code }),
     }
 }

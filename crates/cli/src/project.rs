@@ -4,53 +4,77 @@
 //! unless `CARGO_TARGET_DIR` says otherwise) and baselines (`baselines/`) default to
 //! folders in it, wherever the command is started from.
 
+use ipc_matrix_spec::{SpecErrors, UnknownProfile};
+use ipc_matrix_transport::RegisterError;
 use std::path::{Path, PathBuf};
+
+/// Why the project's matrix cannot be found or loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectError {
+    #[error("could not find {MATRIX_FILE} in {} or any folder above it; give the matrix file with --matrix FILE", start.display())]
+    NotFound { start: PathBuf },
+    #[error("the current folder cannot be read: {0}")]
+    CurrentFolder(#[source] std::io::Error),
+    /// A plugin whose name is taken (a built-in transport, or a stack this binary
+    /// registered), or ill-formed.
+    #[error("{}: plugins.{plugin}: {source}", matrix.display())]
+    Plugin {
+        matrix: PathBuf,
+        plugin: String,
+        #[source]
+        source: RegisterError,
+    },
+    #[error(transparent)]
+    Spec(#[from] SpecErrors),
+    #[error(transparent)]
+    Profile(#[from] UnknownProfile),
+}
 
 /// The matrix at `matrix`, its plugins (stacks in shared libraries, `plugins:`) loaded
 /// and registered first, since its scenarios may name them. A library that cannot be
 /// loaded, or whose loading crashes or hangs a process of its own (`plugin_probe`), is
 /// registered as broken, and fails its cells; a plugin whose name is taken
 /// (a built-in transport, or a stack this binary registered) is refused here.
-pub fn load_matrix(matrix: &Path) -> Result<ipc_matrix_spec::Spec, String> {
+pub fn load_matrix(matrix: &Path) -> Result<ipc_matrix_spec::Spec, ProjectError> {
     for plugin in ipc_matrix_spec::Spec::declared_plugins(matrix) {
         let registered = match crate::plugin_probe::probe(&plugin.name, &plugin.library) {
             Ok(()) => ipc_matrix_transport::register_plugin(&plugin.name, &plugin.library),
             Err(why) => {
+                let why = why.to_string();
                 ipc_matrix_transport::register_broken_plugin(&plugin.name, &plugin.library, &why)
             }
         };
-        registered
-            .map_err(|why| format!("{}: plugins.{}: {why}", matrix.display(), plugin.name))?;
+        registered.map_err(|source| ProjectError::Plugin {
+            matrix: matrix.to_path_buf(),
+            plugin: plugin.name.clone(),
+            source,
+        })?;
     }
-    ipc_matrix_spec::Spec::load(matrix).map_err(|e| e.to_string())
+    Ok(ipc_matrix_spec::Spec::load(matrix)?)
 }
 
 /// The name looked for.
 pub const MATRIX_FILE: &str = "matrix.yaml";
 
 /// The nearest `matrix.yaml` in `start` or a folder above it.
-pub fn find_matrix(start: &Path) -> Result<PathBuf, String> {
+pub fn find_matrix(start: &Path) -> Result<PathBuf, ProjectError> {
     start
         .ancestors()
         .map(|dir| dir.join(MATRIX_FILE))
         .find(|file| file.is_file())
-        .ok_or_else(|| {
-            format!(
-                "could not find {MATRIX_FILE} in {} or any folder above it; give the matrix file with --matrix FILE",
-                start.display()
-            )
+        .ok_or_else(|| ProjectError::NotFound {
+            start: start.to_path_buf(),
         })
 }
 
 /// The matrix file: `explicit` when given, else the nearest one from the current folder,
 /// relative to it (`matrix.yaml`, `../../matrix.yaml`): paths derived from it, which
 /// reports print, then read the same on every machine.
-pub fn matrix_file(explicit: Option<&Path>) -> Result<PathBuf, String> {
+pub fn matrix_file(explicit: Option<&Path>) -> Result<PathBuf, ProjectError> {
     match explicit {
         Some(file) => Ok(file.to_path_buf()),
         None => {
-            let here = std::env::current_dir()
-                .map_err(|e| format!("the current folder cannot be read: {e}"))?;
+            let here = std::env::current_dir().map_err(ProjectError::CurrentFolder)?;
             find_matrix(&here).map(|found| relative_to(&here, found))
         }
     }
@@ -97,11 +121,14 @@ mod tests {
         std::fs::write(dir.join(MATRIX_FILE), "").unwrap();
         std::fs::write(dir.join("a/b").join(MATRIX_FILE), "").unwrap();
         assert_eq!(
-            find_matrix(&dir.join("a/b/c")),
-            Ok(dir.join("a/b").join(MATRIX_FILE))
+            find_matrix(&dir.join("a/b/c")).ok(),
+            Some(dir.join("a/b").join(MATRIX_FILE))
         );
-        assert_eq!(find_matrix(&dir.join("a")), Ok(dir.join(MATRIX_FILE)));
-        assert_eq!(find_matrix(&dir), Ok(dir.join(MATRIX_FILE)));
+        assert_eq!(
+            find_matrix(&dir.join("a")).ok(),
+            Some(dir.join(MATRIX_FILE))
+        );
+        assert_eq!(find_matrix(&dir).ok(), Some(dir.join(MATRIX_FILE)));
         assert_eq!(
             relative_to(&dir.join("a/b"), dir.join(MATRIX_FILE)),
             PathBuf::from("../../matrix.yaml")
@@ -114,6 +141,8 @@ mod tests {
         std::fs::remove_file(dir.join(MATRIX_FILE)).unwrap();
         std::fs::create_dir(dir.join(MATRIX_FILE)).unwrap();
         let missing = find_matrix(&dir.join("a")).unwrap_err();
+        assert!(matches!(&missing, ProjectError::NotFound { start } if *start == dir.join("a")));
+        let missing = missing.to_string();
         assert!(
             missing.contains(&dir.join("a").display().to_string()),
             "{missing}"

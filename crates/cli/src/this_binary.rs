@@ -31,10 +31,10 @@ pub fn wait_within(
     child: &mut Child,
     limit: Duration,
     period: Duration,
-) -> Result<Option<ExitStatus>, String> {
+) -> std::io::Result<Option<ExitStatus>> {
     let started = Instant::now();
     loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+        if let Some(status) = child.try_wait()? {
             return Ok(Some(status));
         }
         if started.elapsed() > limit {

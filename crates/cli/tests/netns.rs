@@ -103,9 +103,9 @@ fn main() -> std::process::ExitCode {
 fn need_of(matrix: &str) -> Option<String> {
     let scratch = Scratch::new("netns-need", matrix);
     let cells = Spec::load(&scratch.path("matrix.yaml"))
-        .map_err(|e| e.to_string())
-        .and_then(|spec| spec.cells("quick"))
-        .expect("the test matrix loads");
+        .expect("the test matrix loads")
+        .cells("quick")
+        .expect("the test matrix has the profile quick");
     cells.iter().find_map(ipc_matrix_scenario::unmet_need)
 }
 

@@ -27,4 +27,6 @@ pub use store::{
     read_run, remove_stale_temporary_files, run_dir, run_id, write_all_or_none, write_atomically,
     write_result, RunResults, NEXTEST_RUN_ID_ENV,
 };
-pub use variables::{check_environment, read_variable, Problem, Variable, VARIABLES};
+pub use variables::{
+    check_environment, read_variable, Problem, Variable, VariableError, VARIABLES,
+};

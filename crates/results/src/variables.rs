@@ -185,8 +185,23 @@ pub const VARIABLES: &[Variable] = &[
 /// know (a typo would otherwise be ignored without a word).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Problem {
-    Refused(String),
+    Refused(VariableError),
     Unknown(String),
+}
+
+/// A variable whose value does not fit, or that is not in the table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VariableError {
+    /// `value` is shown with its control characters escaped.
+    #[error("{name}={value:?} is refused: {why}; it accepts {accepts}")]
+    Refused {
+        name: &'static str,
+        value: String,
+        why: String,
+        accepts: &'static str,
+    },
+    #[error("{name} is not in the table of variables")]
+    NotInTable { name: String },
 }
 
 /// Checks every `IPC_MATRIX_*` variable of this process: the refused ones, then the
@@ -221,14 +236,12 @@ fn check(vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>) -
 
 impl Variable {
     /// The value, if it fits; an error naming the variable and saying what it accepts.
-    pub fn accept(&self, value: &OsStr) -> Result<(), String> {
-        let refused = |why: String| {
-            format!(
-                "{}={:?} is refused: {why}; it accepts {}",
-                self.name,
-                printable(&value.to_string_lossy()),
-                self.accepts
-            )
+    pub fn accept(&self, value: &OsStr) -> Result<(), VariableError> {
+        let refused = |why: String| VariableError::Refused {
+            name: self.name,
+            value: printable(&value.to_string_lossy()).to_string(),
+            why,
+            accepts: self.accepts,
         };
         let text = value
             .to_str()
@@ -239,13 +252,17 @@ impl Variable {
 
 /// The variable `name` of this process, checked: `None` when unset, an error naming it
 /// when its value does not fit.
-pub fn read_variable(name: &str) -> Result<Option<String>, String> {
+pub fn read_variable(name: &str) -> Result<Option<String>, VariableError> {
     let Some(value) = std::env::var_os(name) else {
         return Ok(None);
     };
     match VARIABLES.iter().find(|v| v.name == name) {
         Some(variable) => variable.accept(&value)?,
-        None => return Err(format!("{name} is not in the table of variables")),
+        None => {
+            return Err(VariableError::NotInTable {
+                name: name.to_string(),
+            })
+        }
     }
     Ok(value.into_string().ok())
 }
@@ -313,6 +330,17 @@ mod tests {
             let [Problem::Refused(why)] = found.as_slice() else {
                 panic!("{bad:?}: {found:?}");
             };
+            assert!(
+                matches!(
+                    why,
+                    VariableError::Refused {
+                        name: "IPC_MATRIX_RUNNER",
+                        ..
+                    }
+                ),
+                "{why:?}"
+            );
+            let why = why.to_string();
             assert!(why.starts_with("IPC_MATRIX_RUNNER="), "{why}");
             assert!(why.contains("native` or `qemu"), "{why}");
             assert!(!why.contains('\x1b') && !why.contains('\n'), "{why:?}");
@@ -323,7 +351,7 @@ mod tests {
     fn a_count_file_without_its_process_id_is_refused() {
         let found = problems(&[("IPC_MATRIX_COUNT_FILE", b"/home/me/notes.txt")]);
         assert!(
-            matches!(found.as_slice(), [Problem::Refused(why)] if why.contains("%p")),
+            matches!(found.as_slice(), [Problem::Refused(why)] if why.to_string().contains("%p")),
             "{found:?}"
         );
         assert!(problems(&[("IPC_MATRIX_COUNT_FILE", b"/tmp/c.%p.jsonl")]).is_empty());
@@ -341,7 +369,7 @@ mod tests {
         ] {
             let found = problems(&[(name, bad)]);
             assert!(
-                matches!(found.as_slice(), [Problem::Refused(why)] if why.starts_with(name)),
+                matches!(found.as_slice(), [Problem::Refused(why)] if why.to_string().starts_with(name)),
                 "{name}: {found:?}"
             );
         }
@@ -355,7 +383,9 @@ mod tests {
             ("IPC_MATRIX_CONFORMANCE_PEER", b"echo"),
             ("PATH", b"/bin"),
         ]);
-        assert!(matches!(&found[0], Problem::Refused(w) if w.starts_with("IPC_MATRIX_PIN")));
+        assert!(
+            matches!(&found[0], Problem::Refused(w) if w.to_string().starts_with("IPC_MATRIX_PIN"))
+        );
         assert!(matches!(&found[1], Problem::Unknown(w) if w.starts_with("IPC_MATRIX_COUNTFILE")));
         assert_eq!(found.len(), 2, "{found:?}");
     }

@@ -8,7 +8,7 @@ use crate::fault::Fault;
 use crate::floor::InterleavedFloor;
 use crate::measure::Recorder;
 use crate::own_setup::InterleavedOwnSetup;
-use crate::peer::{PeerConfig, PeerDelay};
+use crate::peer::{EnvError, PeerConfig, PeerDelay};
 use crate::second_host::SecondHost;
 use crate::spawn::{PeerProcess, PEER_RUNNER_ENV, SETUP_ALLOWANCE};
 use ipc_matrix_results::{CodecStages, Environment, Failure, LoadStats, LoggingStats, MessagePath};
@@ -46,7 +46,7 @@ pub struct RunOptions {
 
 impl RunOptions {
     /// The defaults plus what the environment asks for ([`crate::peer::PEER_DELAY_ENV`]).
-    pub fn from_env() -> Result<Self, String> {
+    pub fn from_env() -> Result<Self, EnvError> {
         Ok(Self {
             peer_delay: PeerDelay::from_env()?,
             ..Self::default()

@@ -20,6 +20,7 @@ mod setup;
 
 use ipc_matrix_results::InstructionCounts;
 use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 pub use ipc_matrix_count_window::COUNT_FILE_ENV;
@@ -70,25 +71,18 @@ impl Counting {
     /// is set); an error when it was asked but no counting plugin runs in it (a QEMU
     /// without plugin support ignores `QEMU_PLUGIN` silently, and a native process has
     /// none): such a cell would pass with no count, which is no pass.
-    pub(crate) fn for_cell() -> Result<Option<Self>, String> {
+    pub(crate) fn for_cell() -> Result<Option<Self>, CountingError> {
         let Some(pattern) = std::env::var_os(COUNT_FILE_ENV) else {
             return Ok(None);
         };
-        let pattern = pattern.into_string().map_err(|raw| {
-            format!(
-                "{COUNT_FILE_ENV} is not UTF-8 text: {}",
-                raw.to_string_lossy()
-            )
-        })?;
+        let pattern = pattern.into_string().map_err(CountingError::NotUtf8)?;
         if pattern.trim().is_empty() {
             return Ok(None);
         }
         // One file per process: the peer's is removed once read, so a pattern without
         // `%p` would name one file for both, or a file of someone else's.
         if !pattern.contains("%p") {
-            return Err(format!(
-                "{COUNT_FILE_ENV} is {pattern:?}, which has no %p: it names the counting plugin's output of each process, with %p for the process id (scripts/qemu-run sets it)"
-            ));
+            return Err(CountingError::NoPid { pattern });
         }
         let plugin_api = loaded_plugin_api(&pattern)?;
         // 48 bits from the clock and the process: distinct per cell, with 8 bits left
@@ -199,7 +193,7 @@ impl Counting {
 /// The API of the plugin that counts this process, from its record of starting in this
 /// process's count file. Looked for once: the plugin starts with the process, and the
 /// file grows by every window of every cell the process runs.
-fn loaded_plugin_api(pattern: &str) -> Result<u32, String> {
+fn loaded_plugin_api(pattern: &str) -> Result<u32, CountingError> {
     static LOADED: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     if let Some(&api) = LOADED.get() {
         return Ok(api);
@@ -207,18 +201,42 @@ fn loaded_plugin_api(pattern: &str) -> Result<u32, String> {
     let own = PathBuf::from(pattern.replace("%p", &std::process::id().to_string()));
     let api = match ipc_matrix_count_window::loaded_plugin_api(&own, std::process::id()) {
         Ok(Some(api)) => api,
-        Ok(None) => return Err(not_loaded(&own, "holds no record of the plugin starting")),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(not_loaded(&own, "does not exist"))
+        Ok(None) => {
+            return Err(CountingError::NotLoaded {
+                file: own,
+                what: "holds no record of the plugin starting",
+            })
         }
-        Err(e) => return Err(format!("instruction counting was asked for, but {e}")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(CountingError::NotLoaded {
+                file: own,
+                what: "does not exist",
+            })
+        }
+        Err(e) => return Err(CountingError::Unreadable(e)),
     };
     Ok(*LOADED.get_or_init(|| api))
 }
 
-fn not_loaded(file: &Path, what: &str) -> String {
-    format!(
+/// Why a cell that was asked to be counted ([`COUNT_FILE_ENV`] set) cannot be: such a
+/// cell would pass with no count, which is no pass.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CountingError {
+    #[error("{COUNT_FILE_ENV} is not UTF-8 text: {}", .0.to_string_lossy())]
+    NotUtf8(OsString),
+    /// A pattern without `%p` would name one file for every process.
+    #[error(
+        "{COUNT_FILE_ENV} is {pattern:?}, which has no %p: it names the counting plugin's output of each process, with %p for the process id (scripts/qemu-run sets it)"
+    )]
+    NoPid { pattern: String },
+    /// This process's count `file` has no record of the plugin starting (`what` says
+    /// how).
+    #[error(
         "instruction counting was asked for ({COUNT_FILE_ENV}), but no counting plugin runs in this process: its count file {} {what}. The emulator ignored the plugin (a QEMU built without plugin support, such as a static qemu-user, ignores QEMU_PLUGIN without a word) or the process is not emulated; run it through scripts/qemu-run with a QEMU that loads plugins",
-        file.display()
-    )
+        .file.display()
+    )]
+    NotLoaded { file: PathBuf, what: &'static str },
+    /// This process's count file could not be read.
+    #[error("instruction counting was asked for, but {0}")]
+    Unreadable(#[source] std::io::Error),
 }

@@ -6,7 +6,7 @@
 //! measuring process; the framing and the goodbye are the transports' own.
 
 use crate::peer::PeerConfig;
-use ipc_matrix_spec::{Cell, ExternalPeer, ScenarioKind};
+use ipc_matrix_spec::{Cell, ChannelKind, ExternalPeer, ScenarioKind};
 use ipc_matrix_transport::PeerAddress;
 use serde::Serialize;
 use std::io::Read;
@@ -38,16 +38,11 @@ pub struct ExternalPeerConfig {
 
 impl ExternalPeerConfig {
     /// The protocol's form of our own peer's configuration for `cell`.
-    pub(crate) fn of(cell: &Cell, config: &PeerConfig) -> Result<Self, String> {
+    pub(crate) fn of(cell: &Cell, config: &PeerConfig) -> Result<Self, ExternalPeerError> {
         let kind = match cell.kind() {
             ScenarioKind::Echo => "echo",
             ScenarioKind::Bulk => "bulk",
-            other => {
-                return Err(format!(
-                    "an external peer cannot serve a {} cell",
-                    other.as_str()
-                ))
-            }
+            other => return Err(ExternalPeerError::Kind(other)),
         };
         let (transport, address) = match &config.address {
             PeerAddress::Tcp { addr } => ("tcp", addr.to_string()),
@@ -55,15 +50,10 @@ impl ExternalPeerConfig {
             PeerAddress::Local { path } => (
                 "local",
                 path.to_str()
-                    .ok_or_else(|| format!("the socket path {} is not UTF-8", path.display()))?
+                    .ok_or_else(|| ExternalPeerError::PathNotUtf8(path.clone()))?
                     .to_string(),
             ),
-            other => {
-                return Err(format!(
-                    "an external peer cannot connect over {}",
-                    other.channel()
-                ))
-            }
+            other => return Err(ExternalPeerError::Channel(other.channel())),
         };
         Ok(Self {
             protocol: PROTOCOL_VERSION,
@@ -76,6 +66,64 @@ impl ExternalPeerConfig {
             parent_pid: config.parent,
         })
     }
+}
+
+/// Why an external peer cannot be started: what the protocol cannot tell it (a kind or a
+/// channel it does not serve), or a command that is not a program this leg can run.
+#[derive(Debug, thiserror::Error)]
+pub enum ExternalPeerError {
+    #[error("an external peer cannot serve a {} cell", .0.as_str())]
+    Kind(ScenarioKind),
+    #[error("the socket path {} is not UTF-8", .0.display())]
+    PathNotUtf8(PathBuf),
+    #[error("an external peer cannot connect over {0}")]
+    Channel(ChannelKind),
+    #[error("the peer command is empty: name a program")]
+    EmptyCommand,
+    /// `word` (relative to the project's folder) is a symbolic link to nothing.
+    #[error(
+        "the peer command `{word}` is a symbolic link ({}) to nothing that exists",
+        .path.display()
+    )]
+    DanglingLink { word: String, path: PathBuf },
+    #[error("the peer command `{word}` does not exist (looked for {})", .path.display())]
+    Missing { word: String, path: PathBuf },
+    #[error("the peer command `{word}` is not an executable file in PATH")]
+    NotInPath { word: String },
+    #[error("the peer command {}: {source}", .program.display())]
+    Unreadable {
+        program: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the peer command {} is not an executable file", .program.display())]
+    NotExecutable { program: PathBuf },
+    /// An ELF executable for another CPU (`built_for` describes it) on a native leg.
+    #[error(
+        "the peer command {} is built for another CPU ({built_for}); this leg runs natively on {} ({}): build it for {target}",
+        .program.display(),
+        std::env::consts::ARCH,
+        this_machine().map_or_else(|| "unknown".into(), |m| m.describe()),
+    )]
+    OtherCpu {
+        program: PathBuf,
+        built_for: String,
+        /// The target triple it should be built for.
+        target: String,
+    },
+    #[error(
+        "the peer command {} is a script whose interpreter {interpreter} (its #! line) does not exist",
+        .program.display()
+    )]
+    NoInterpreter {
+        program: PathBuf,
+        interpreter: String,
+    },
+    #[error(
+        "the peer command {} is neither an ELF executable nor a script (a first line `#!interpreter`)",
+        .program.display()
+    )]
+    NotAProgram { program: PathBuf },
 }
 
 /// An external peer's command, found on disk.
@@ -101,69 +149,51 @@ pub fn resolve(
     project_dir: &Path,
     target_triple: &str,
     emulated: bool,
-) -> Result<ResolvedCommand, String> {
+) -> Result<ResolvedCommand, ExternalPeerError> {
     let mut words = peer.command_for(target_triple).into_iter();
-    let first = words
-        .next()
-        .ok_or("the peer command is empty: name a program")?;
+    let first = words.next().ok_or(ExternalPeerError::EmptyCommand)?;
     let program = if first.contains('/') {
         let path = project_dir.join(&first);
         let path = std::path::absolute(&path).unwrap_or(path);
         if let Ok(link) = std::fs::symlink_metadata(&path) {
             if link.file_type().is_symlink() && !path.exists() {
-                return Err(format!(
-                    "the peer command `{first}` is a symbolic link ({}) to nothing that exists",
-                    path.display()
-                ));
+                return Err(ExternalPeerError::DanglingLink { word: first, path });
             }
         }
         if !path.exists() {
-            return Err(format!(
-                "the peer command `{first}` does not exist (looked for {})",
-                path.display()
-            ));
+            return Err(ExternalPeerError::Missing { word: first, path });
         }
         path
     } else {
-        find_in_path(&first).ok_or_else(|| {
-            format!("the peer command `{first}` is not an executable file in PATH")
-        })?
+        find_in_path(&first).ok_or(ExternalPeerError::NotInPath { word: first })?
     };
-    let metadata = std::fs::metadata(&program)
-        .map_err(|e| format!("the peer command {}: {e}", program.display()))?;
+    let metadata = std::fs::metadata(&program).map_err(|source| ExternalPeerError::Unreadable {
+        program: program.clone(),
+        source,
+    })?;
     if !metadata.is_file() || metadata.permissions().mode() & 0o111 == 0 {
-        return Err(format!(
-            "the peer command {} is not an executable file",
-            program.display()
-        ));
+        return Err(ExternalPeerError::NotExecutable { program });
     }
     let for_this_target = match Executable::read(&program) {
         Executable::Elf(elf) if Some(elf) == this_machine() => true,
         Executable::Elf(_) if emulated => false,
         Executable::Elf(elf) => {
-            return Err(format!(
-                "the peer command {} is built for another CPU ({}); this leg runs natively on {} ({}): build it for {target_triple}",
-                program.display(),
-                elf.describe(),
-                std::env::consts::ARCH,
-                this_machine().map_or_else(|| "unknown".into(), |m| m.describe()),
-            ))
+            return Err(ExternalPeerError::OtherCpu {
+                program,
+                built_for: elf.describe(),
+                target: target_triple.to_string(),
+            })
         }
         Executable::Script(interpreter) => {
             if interpreter.starts_with('/') && !Path::new(&interpreter).exists() {
-                return Err(format!(
-                    "the peer command {} is a script whose interpreter {interpreter} (its #! line) does not exist",
-                    program.display()
-                ));
+                return Err(ExternalPeerError::NoInterpreter {
+                    program,
+                    interpreter,
+                });
             }
             false
         }
-        Executable::Unknown => {
-            return Err(format!(
-                "the peer command {} is neither an ELF executable nor a script (a first line `#!interpreter`)",
-                program.display()
-            ))
-        }
+        Executable::Unknown => return Err(ExternalPeerError::NotAProgram { program }),
     };
     Ok(ResolvedCommand {
         for_this_target,
@@ -360,14 +390,20 @@ mod tests {
     #[test]
     fn a_missing_command_is_refused_with_where_it_was_looked_for() {
         let dir = Path::new("/nonexistent-project");
-        let e = resolve(&peer(&["peers/{target}/p"]), dir, "t", false).unwrap_err();
+        let e = resolve(&peer(&["peers/{target}/p"]), dir, "t", false)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("`peers/t/p` does not exist (looked for /nonexistent-project/peers/t/p)"),
             "{e}"
         );
-        let e = resolve(&peer(&["no-such-program-here"]), dir, "t", false).unwrap_err();
+        let e = resolve(&peer(&["no-such-program-here"]), dir, "t", false)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not an executable file in PATH"), "{e}");
-        let e = resolve(&peer(&["/"]), dir, "t", false).unwrap_err();
+        let e = resolve(&peer(&["/"]), dir, "t", false)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("is not an executable file"), "{e}");
     }
 
@@ -395,8 +431,11 @@ mod tests {
         write("headless", b"echo no interpreter line\n");
         write("orphan.sh", b"#!/nonexistent/interpreter -x\n");
         std::os::unix::fs::symlink(dir.join("nothing"), dir.join("dangling")).unwrap();
-        let refusal =
-            |name: &str| resolve(&peer(&[&format!("./{name}")]), &dir, "t", false).unwrap_err();
+        let refusal = |name: &str| {
+            resolve(&peer(&[&format!("./{name}")]), &dir, "t", false)
+                .unwrap_err()
+                .to_string()
+        };
         let e = refusal("foreign");
         assert!(
             e.contains("is built for another CPU") && e.contains("build it for t"),

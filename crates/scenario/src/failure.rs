@@ -88,6 +88,8 @@ pub(crate) fn transport_failure_kind(e: &TransportError) -> FailureKind {
         | TransportError::Corrupt(_)
         | TransportError::Loan(_)
         | TransportError::Stack(_) => FailureKind::Protocol,
+        // The peer could not load the user's stack it was given.
+        TransportError::Register(_) => FailureKind::Setup,
     }
 }
 
@@ -146,16 +148,31 @@ pub(crate) fn expect_running_before_goodbye(
     )))
 }
 
+/// How saying goodbye went wrong, before the peer's exit is awaited; it reads inside
+/// "the peer did not stop cleanly after the last round trip (...)".
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum GoodbyeError {
+    #[error("goodbye not delivered: {0}")]
+    NotDelivered(#[source] TransportError),
+    /// The goodbye's round trip broke, in the words of the measuring side's loop.
+    #[error("goodbye not answered: {0}")]
+    NotAnswered(String),
+    #[error("disconnecting: {0}")]
+    Disconnecting(#[source] capnp::Error),
+    #[error("the disconnect did not finish within {GOODBYE_WITHIN:?}")]
+    DisconnectTimedOut,
+}
+
 /// After its goodbye was `said` (or not), the peer must exit cleanly by `deadline`
 /// (at most [`GOODBYE_WITHIN`] from the goodbye).
 pub(crate) fn expect_clean_exit(
     peer: &mut PeerProcess,
-    said: Result<(), String>,
+    said: Result<(), GoodbyeError>,
     deadline: Instant,
 ) -> Result<(), Failure> {
     match (said, peer.wait_until(deadline)) {
         (Ok(()), Some(status)) if status.success() => Ok(()),
-        (Err(e), _) => Err(unclean_stop(peer, e)),
+        (Err(e), _) => Err(unclean_stop(peer, e.to_string())),
         (Ok(()), Some(status)) => Err(unclean_stop(peer, describe(status))),
         (Ok(()), None) => Err(unclean_stop(
             peer,

@@ -151,19 +151,17 @@ impl Fault {
     /// Commits this fault on `message`, carried in chunks of `chunk` bytes (`None`: in
     /// one piece). A stall never returns; an exit ends the process. A flip whose spot
     /// names no byte of the message is an error, never a reply left intact.
-    pub fn commit(self, message: &mut Vec<u8>, chunk: Option<usize>) -> Result<(), String> {
+    pub fn commit(self, message: &mut Vec<u8>, chunk: Option<usize>) -> Result<(), FaultError> {
         match self.kind {
             FaultKind::FlipByte => {
-                let offset = self.spot.offset(message.len(), chunk).ok_or_else(|| {
-                    format!(
-                        "fault {self}: no such byte in a {}-byte message ({})",
-                        message.len(),
-                        match chunk {
-                            Some(c) => format!("chunks of {c} bytes"),
-                            None => "carried in one piece".into(),
-                        }
-                    )
-                })?;
+                let offset =
+                    self.spot
+                        .offset(message.len(), chunk)
+                        .ok_or(FaultError::NoSuchByte {
+                            fault: self,
+                            len: message.len(),
+                            chunk,
+                        })?;
                 message[offset] ^= 0xff;
             }
             FaultKind::Truncate => {
@@ -179,6 +177,48 @@ impl Fault {
     }
 }
 
+/// A fault that cannot be committed on the message it was asked for: never a reply left
+/// intact instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FaultError {
+    /// A flip whose spot names no byte of a `len`-byte message carried in chunks of
+    /// `chunk` bytes (`None`: in one piece).
+    #[error("fault {fault}: no such byte in a {len}-byte message ({})", carried(*.chunk))]
+    NoSuchByte {
+        fault: Fault,
+        len: usize,
+        chunk: Option<usize>,
+    },
+}
+
+/// How a message is carried, as [`FaultError::NoSuchByte`] says it.
+fn carried(chunk: Option<usize>) -> String {
+    match chunk {
+        Some(c) => format!("chunks of {c} bytes"),
+        None => "carried in one piece".into(),
+    }
+}
+
+/// Text that is not a fault: what [`Fault`]'s `FromStr` refuses, quoted, with the forms
+/// it takes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{text}` is not a fault; use KIND@INDEX with KIND one of {}, or \
+     flip-byte:SPOT@INDEX with SPOT one of middle, first, last, chunk-end-N, \
+     chunk-start-N, random-SEED",
+    kind_names()
+)]
+pub struct ParseFaultError {
+    /// The text refused.
+    pub text: String,
+}
+
+/// The names of the fault kinds, for [`ParseFaultError`].
+fn kind_names() -> String {
+    let kinds: Vec<_> = FaultKind::ALL.iter().map(|k| k.as_str()).collect();
+    kinds.join(", ")
+}
+
 impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.kind, self.spot) {
@@ -191,18 +231,12 @@ impl fmt::Display for Fault {
 }
 
 impl FromStr for Fault {
-    type Err = String;
+    type Err = ParseFaultError;
     /// `flip-byte@5`, `flip-byte:last@5`, `flip-byte:chunk-start-1@0`,
     /// `flip-byte:random-42@3`, `stall@0`, ...
-    fn from_str(s: &str) -> Result<Self, String> {
-        let usage = || {
-            let kinds: Vec<_> = FaultKind::ALL.iter().map(|k| k.as_str()).collect();
-            format!(
-                "`{s}` is not a fault; use KIND@INDEX with KIND one of {}, or \
-                 flip-byte:SPOT@INDEX with SPOT one of middle, first, last, chunk-end-N, \
-                 chunk-start-N, random-SEED",
-                kinds.join(", ")
-            )
+    fn from_str(s: &str) -> Result<Self, ParseFaultError> {
+        let usage = || ParseFaultError {
+            text: s.to_string(),
         };
         let (kind, at) = s.split_once('@').ok_or_else(usage)?;
         let (kind, spot) = match kind.split_once(':') {
@@ -309,13 +343,25 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             e,
+            FaultError::NoSuchByte {
+                fault: Fault::flip(Spot::ChunkStart(1), 4),
+                len: 10,
+                chunk: None
+            }
+        );
+        assert_eq!(
+            e.to_string(),
             "fault flip-byte:chunk-start-1@4: no such byte in a 10-byte message (carried in one piece)"
         );
         assert_eq!(message, vec![7u8; 10]);
         let e = Fault::flip(Spot::Last, 0)
             .commit(&mut Vec::new(), Some(64))
             .unwrap_err();
-        assert!(e.contains("0-byte message (chunks of 64 bytes)"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("0-byte message (chunks of 64 bytes)"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -350,5 +396,11 @@ mod tests {
         ] {
             assert!(bad.parse::<Fault>().is_err(), "{bad}");
         }
+        assert_eq!(
+            "flip@3".parse::<Fault>().unwrap_err().to_string(),
+            "`flip@3` is not a fault; use KIND@INDEX with KIND one of flip-byte, truncate, \
+             extra-bytes, stall, exit, or flip-byte:SPOT@INDEX with SPOT one of middle, first, \
+             last, chunk-end-N, chunk-start-N, random-SEED"
+        );
     }
 }

@@ -192,7 +192,7 @@ impl InterleavedFloor {
             true => self.spinning_block(rounds, pause_peer),
             false => match self.open.as_mut() {
                 Some(open) => open.time(rounds),
-                None => Err("the probe is not open".into()),
+                None => Err(ProbeError::NotOpen),
             },
         };
         match timed {
@@ -213,7 +213,7 @@ impl InterleavedFloor {
         rounds: Rounds,
         pause_peer: impl FnOnce() -> Option<PausedPeer>,
     ) -> ProbeResult {
-        let _paused = pause_peer().ok_or("the peer could not be stopped for the floor")?;
+        let _paused = pause_peer().ok_or(ProbeError::PeerNotStopped)?;
         run_probe(self.probe, self.len, rounds, self.peer_cpu)
     }
 
@@ -262,37 +262,41 @@ fn run_probe(probe: FloorProbe, len: usize, rounds: Rounds, peer_cpu: usize) -> 
     Ok(samples)
 }
 
-fn open_probe(probe: FloorProbe, len: usize, peer_cpu: usize) -> Result<OpenProbe, String> {
+fn open_probe(probe: FloorProbe, len: usize, peer_cpu: usize) -> Result<OpenProbe, ProbeError> {
     match probe {
         FloorProbe::Spin => handoff(len, peer_cpu, Wait::Spin),
         FloorProbe::Futex => handoff(len, peer_cpu, Wait::Futex),
         FloorProbe::UnixStream => {
-            let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(text)?;
+            let (ours, theirs) =
+                std::os::unix::net::UnixStream::pair().map_err(ProbeError::Setup)?;
             for (s, read) in [(&ours, CALL_TIMEOUT), (&theirs, RESPONDER_WAKE)] {
-                s.set_read_timeout(Some(read)).map_err(text)?;
-                s.set_write_timeout(Some(CALL_TIMEOUT)).map_err(text)?;
+                s.set_read_timeout(Some(read)).map_err(ProbeError::Setup)?;
+                s.set_write_timeout(Some(CALL_TIMEOUT))
+                    .map_err(ProbeError::Setup)?;
             }
             stream_ping_pong(
                 len,
                 peer_cpu,
-                (ours.try_clone().map_err(text)?, ours),
+                (ours.try_clone().map_err(ProbeError::Setup)?, ours),
                 theirs,
             )
         }
         FloorProbe::Tcp => {
-            let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(text)?;
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(ProbeError::Setup)?;
             let ours =
-                std::net::TcpStream::connect(listener.local_addr().map_err(text)?).map_err(text)?;
-            let (theirs, _) = listener.accept().map_err(text)?;
+                std::net::TcpStream::connect(listener.local_addr().map_err(ProbeError::Setup)?)
+                    .map_err(ProbeError::Setup)?;
+            let (theirs, _) = listener.accept().map_err(ProbeError::Setup)?;
             for (s, read) in [(&ours, CALL_TIMEOUT), (&theirs, RESPONDER_WAKE)] {
-                s.set_nodelay(true).map_err(text)?;
-                s.set_read_timeout(Some(read)).map_err(text)?;
-                s.set_write_timeout(Some(CALL_TIMEOUT)).map_err(text)?;
+                s.set_nodelay(true).map_err(ProbeError::Setup)?;
+                s.set_read_timeout(Some(read)).map_err(ProbeError::Setup)?;
+                s.set_write_timeout(Some(CALL_TIMEOUT))
+                    .map_err(ProbeError::Setup)?;
             }
             stream_ping_pong(
                 len,
                 peer_cpu,
-                (ours.try_clone().map_err(text)?, ours),
+                (ours.try_clone().map_err(ProbeError::Setup)?, ours),
                 theirs,
             )
         }
@@ -301,8 +305,8 @@ fn open_probe(probe: FloorProbe, len: usize, peer_cpu: usize) -> Result<OpenProb
             // Plain blocking pipes have no timeout. Both ends are threads of this process
             // that wait only for each other, and one that stops drops its ends (an end of
             // file for the other), so neither waits forever.
-            let (request_read, request_write) = std::io::pipe().map_err(text)?;
-            let (reply_read, reply_write) = std::io::pipe().map_err(text)?;
+            let (request_read, request_write) = std::io::pipe().map_err(ProbeError::Setup)?;
+            let (reply_read, reply_write) = std::io::pipe().map_err(ProbeError::Setup)?;
             stream_ping_pong(
                 len,
                 peer_cpu,

@@ -17,7 +17,7 @@ mod rpc;
 mod udp_load;
 
 use crate::context::{RunOptions, Tally};
-use crate::peer::PeerConfig;
+use crate::peer::{ConfigError, PeerConfig, PeerError};
 use crate::round_trip::Limits;
 use ipc_matrix_results::{Failure, Placement};
 use ipc_matrix_spec::{Cell, ScenarioKind, Work};
@@ -93,13 +93,13 @@ pub(crate) fn run(
 }
 
 /// Serves the peer's part in its cell's kind until the measuring side says goodbye.
-pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
+pub(crate) fn serve(config: &PeerConfig) -> Result<(), PeerError> {
     match config.kind {
         ScenarioKind::Echo | ScenarioKind::Bulk | ScenarioKind::Codec => echo::serve(config),
         ScenarioKind::FanOut | ScenarioKind::FanIn => fan::serve(config),
         ScenarioKind::Rpc => rpc::serve(config),
         ScenarioKind::ReqRep => req_rep::serve(config),
         ScenarioKind::UdpLoad => udp_load::serve(config),
-        ScenarioKind::Logging => Err("logging cells start no peer".into()),
+        ScenarioKind::Logging => Err(ConfigError::NoPeer(config.kind).into()),
     }
 }

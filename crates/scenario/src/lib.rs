@@ -57,14 +57,17 @@ mod verify;
 pub use context::RunOptions;
 pub use counting::{COUNT_FILE_ENV, QEMU_CPU_ENV};
 pub use external::{
-    resolve as resolve_external_peer, ExternalPeerConfig, ResolvedCommand, PROTOCOL_VERSION,
+    resolve as resolve_external_peer, ExternalPeerConfig, ExternalPeerError, ResolvedCommand,
+    PROTOCOL_VERSION,
 };
-pub use fault::{Fault, FaultKind, Spot};
+pub use fault::{Fault, FaultError, FaultKind, ParseFaultError, Spot};
 pub use floor::{emulated, floor_for, measure_floors, probe_for, SelectedFloor};
 /// The global allocator of a binary that runs cells: see its docs for why counts need it.
 pub use ipc_matrix_count_window::heap::CountedHeap;
 pub use payload::{pseudo_random_bytes, Payload};
-pub use peer::{PeerDelay, PEER_DELAY_CELLS_ENV, PEER_DELAY_ENV, PEER_EXTRA_WORK_ENV, SERVE_ARG};
+pub use peer::{
+    EnvError, PeerDelay, PEER_DELAY_CELLS_ENV, PEER_DELAY_ENV, PEER_EXTRA_WORK_ENV, SERVE_ARG,
+};
 pub use placement::PIN_ENV;
 pub use probe::core_to_core_ns;
 pub use run::{run_cell, unfinished_cell};

@@ -3,12 +3,14 @@
 //! clock (the fault it commits is `fault`).
 
 use crate::counting::PeerCounting;
-use crate::fault::Fault;
-use ipc_matrix_codec::Codec;
+use crate::fault::{Fault, FaultError};
+use ipc_matrix_codec::{Codec, DecodeError};
 use ipc_matrix_spec::ScenarioKind;
-use ipc_matrix_transport::{connect, Channel, PeerAddress};
+use ipc_matrix_transport::{connect, Channel, PeerAddress, TransportError};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 /// The first argument that turns a binary of ours into a peer.
@@ -35,13 +37,13 @@ pub struct PeerDelay {
 impl PeerDelay {
     /// Reads [`PEER_DELAY_ENV`], [`PEER_EXTRA_WORK_ENV`] and [`PEER_DELAY_CELLS_ENV`];
     /// `None` when neither a delay nor extra work is set.
-    pub fn from_env() -> Result<Option<Self>, String> {
-        let number = |key: &str, what: &str| -> Result<u64, String> {
+    pub fn from_env() -> Result<Option<Self>, EnvError> {
+        let number = |key: &'static str, unit: &'static str| -> Result<u64, EnvError> {
             match std::env::var(key) {
                 Ok(value) => value
                     .trim()
                     .parse::<u64>()
-                    .map_err(|_| format!("{key}={value:?} is not a whole number of {what}")),
+                    .map_err(|_| EnvError::NotANumber { key, value, unit }),
                 Err(_) => Ok(0),
             }
         };
@@ -51,9 +53,15 @@ impl PeerDelay {
             return Ok(None);
         }
         let cells = match std::env::var(PEER_DELAY_CELLS_ENV) {
-            Ok(pattern) => Some(regex::Regex::new(&pattern).map_err(|e| {
-                format!("{PEER_DELAY_CELLS_ENV}={pattern:?} is not a regular expression: {e}")
-            })?),
+            Ok(pattern) => {
+                Some(
+                    regex::Regex::new(&pattern).map_err(|source| EnvError::NotARegex {
+                        key: PEER_DELAY_CELLS_ENV,
+                        pattern,
+                        source,
+                    })?,
+                )
+            }
             Err(_) => None,
         };
         Ok(Some(Self {
@@ -139,15 +147,258 @@ impl PeerConfig {
     }
 
     /// The peer's part in its kind, as the kind's measuring side wrote it.
-    pub(crate) fn role<R: DeserializeOwned>(&self) -> Result<R, String> {
-        R::deserialize(&self.role).map_err(|e| format!("bad role {}: {e}", self.role))
+    pub(crate) fn role<R: DeserializeOwned>(&self) -> Result<R, ConfigError> {
+        R::deserialize(&self.role).map_err(|source| ConfigError::Role {
+            role: self.role.clone(),
+            source,
+        })
     }
 
     /// Connects the peer's side of the cell's channel, within the idle deadline.
-    pub(crate) fn connect(&self) -> Result<Box<dyn Channel>, String> {
-        connect(&self.address, Instant::now() + self.idle_timeout)
-            .map_err(|e| format!("connecting: {e}"))
+    pub(crate) fn connect(&self) -> Result<Box<dyn Channel>, PeerError> {
+        connect(&self.address, Instant::now() + self.idle_timeout).map_err(PeerError::Connecting)
     }
+}
+
+/// An environment variable that asks for what cannot be done, named with its value.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvError {
+    /// `key` holds no whole number (of `unit`).
+    #[error("{key}={value:?} is not a whole number of {unit}")]
+    NotANumber {
+        key: &'static str,
+        value: String,
+        unit: &'static str,
+    },
+    /// `key` holds no regular expression.
+    #[error("{key}={pattern:?} is not a regular expression: {source}")]
+    NotARegex {
+        key: &'static str,
+        pattern: String,
+        #[source]
+        source: regex::Error,
+    },
+}
+
+/// A peer's configuration that its kind cannot serve: its part in the kind, its address,
+/// how it is told to echo.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConfigError {
+    /// The role is not one of the kind's.
+    #[error("bad role {role}: {source}")]
+    Role {
+        role: serde_json::Value,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The role (as the kind prints it) works on frames, and the cell gave no codec.
+    #[error("role {role} needs a codec")]
+    NoCodec { role: String },
+    /// A ZeroMQ peer's address that is neither tcp nor ipc.
+    #[error("ZeroMQ runs over tcp or ipc, not {0:?}")]
+    NotZmq(PeerAddress),
+    /// An rpc peer's address that is neither tcp nor a local socket.
+    #[error("rpc runs over tcp or a local socket, not {0:?}")]
+    NotRpc(PeerAddress),
+    /// A kind without a peer process.
+    #[error("{} cells start no peer", .0.as_str())]
+    NoPeer(ScenarioKind),
+    /// Told to echo as it receives, with something that needs each whole message.
+    #[error(
+        "told to echo as it receives, yet a codec, a fault, a delay or extra \
+         work needs each whole message first"
+    )]
+    EchoAsReceived,
+    /// Told to echo from loans, with something that needs each whole message.
+    #[error(
+        "told to echo from loans, yet a codec, a delay or extra work needs each whole \
+         message first"
+    )]
+    EchoFromLoans,
+    /// Told to echo from loans over a transport without them.
+    #[error("told to echo from loans, but the transport has no loaned path")]
+    NoLoans,
+}
+
+/// What a peer process fails with (its serving side, and its start): each reads as the
+/// end of its one line on stderr, `ipc-matrix peer: ...`, which the measuring side quotes.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PeerError {
+    // Its start: the command line, the measuring process, its CPU.
+    #[error("an argument is not UTF-8: {}", .0.to_string_lossy())]
+    ArgumentNotUtf8(OsString),
+    #[error("bad --config: {0}")]
+    BadConfig(#[source] serde_json::Error),
+    #[error("usage: {SERVE_ARG} --config <json> (started by ipc-matrix itself, not by hand)")]
+    Usage,
+    #[error("the measuring process exited before the peer started")]
+    ParentGone,
+    #[error("pinning to CPU {cpu}: {source}")]
+    Pinning {
+        cpu: usize,
+        #[source]
+        source: std::io::Error,
+    },
+    /// What it was told, which its kind cannot serve.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The fault it was told to commit.
+    #[error(transparent)]
+    Fault(#[from] FaultError),
+
+    // Its channel, at message (or frame) `index`.
+    #[error("connecting: {0}")]
+    Connecting(#[source] TransportError),
+    #[error("message {index}: {source}")]
+    Receiving {
+        index: u64,
+        #[source]
+        source: TransportError,
+    },
+    #[error("reply {index}: {source}")]
+    Replying {
+        index: u64,
+        #[source]
+        source: TransportError,
+    },
+    #[error("echoing message {index}: {source}")]
+    Echoing {
+        index: u64,
+        #[source]
+        source: TransportError,
+    },
+    #[error("echoing message {index} from loans: {source}")]
+    EchoingFromLoans {
+        index: u64,
+        #[source]
+        source: LoanedEchoError,
+    },
+    #[error("frame {index}: {source}")]
+    ReceivingFrame {
+        index: u64,
+        #[source]
+        source: TransportError,
+    },
+    #[error("acknowledging frame {index}: {source}")]
+    Acknowledging {
+        index: u64,
+        #[source]
+        source: TransportError,
+    },
+    #[error("sending frame {index}: {source}")]
+    SendingFrame {
+        index: u64,
+        #[source]
+        source: TransportError,
+    },
+    #[error("saying goodbye: {0}")]
+    SayingGoodbye(#[source] TransportError),
+
+    // What it was sent.
+    /// Message or frame (`what`) `index` does not decode.
+    #[error("{what} {index} is not a {codec} sensor frame: {source}")]
+    NotAFrame {
+        what: &'static str,
+        index: u64,
+        codec: Codec,
+        #[source]
+        source: DecodeError,
+    },
+    /// A frame decoded, but not to the one sent.
+    #[error("frame {index} differs at {difference}")]
+    FrameDiffers { index: u64, difference: String },
+    /// The goodbye came after another number of messages than the measuring side sends.
+    #[error(
+        "the goodbye came after {echoed} messages, where the measuring side sends {sent}: the transport lost requests or made them up on the way"
+    )]
+    GoodbyeAfter { echoed: u64, sent: u64 },
+
+    // An rpc peer: its runtime, its socket, its RPC system.
+    #[error("starting the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error("connecting: {0}")]
+    ConnectingSocket(#[source] std::io::Error),
+    #[error("serving: {0}")]
+    Serving(#[source] capnp::Error),
+
+    // A ZeroMQ peer: its socket, at message `index`.
+    #[error("creating the REP socket: {0}")]
+    ZmqSocket(#[source] zmq::Error),
+    #[error("setting socket options: {0}")]
+    ZmqOptions(#[source] zmq::Error),
+    #[error("connecting to {endpoint}: {source}")]
+    ZmqConnecting {
+        endpoint: String,
+        #[source]
+        source: zmq::Error,
+    },
+    #[error("message {index}: {source}")]
+    AwaitingRequest {
+        index: u64,
+        #[source]
+        source: RequestWaitError,
+    },
+    #[error("message {index}: {source}")]
+    ZmqReceiving {
+        index: u64,
+        #[source]
+        source: zmq::Error,
+    },
+    #[error("reply {index}: {source}")]
+    ZmqReplying {
+        index: u64,
+        #[source]
+        source: zmq::Error,
+    },
+
+    // A udp-load peer: its datagram socket, its threads, its control channel.
+    #[error("binding {on}:0: {source}")]
+    Binding {
+        on: Ipv4Addr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("reading the address: {0}")]
+    LocalAddress(#[source] std::io::Error),
+    #[error("setting the receive timeout: {0}")]
+    ReceiveTimeout(#[source] std::io::Error),
+    #[error("announcing {address}: {source}")]
+    Announcing {
+        address: SocketAddr,
+        #[source]
+        source: TransportError,
+    },
+    #[error("receiving: {0}")]
+    ReceivingDatagram(#[source] std::io::Error),
+    #[error("a thread panicked")]
+    ThreadPanicked,
+    #[error("waiting for the goodbye: {0}")]
+    AwaitingGoodbye(#[source] TransportError),
+    #[error("reporting the count: {0}")]
+    ReportingCount(#[source] TransportError),
+}
+
+/// Where an echo from loans failed: its channel's loaned path, or, with a fault
+/// committed, the fault or the reply's own loan.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LoanedEchoError {
+    #[error(transparent)]
+    Channel(#[from] TransportError),
+    #[error(transparent)]
+    Fault(#[from] FaultError),
+    #[error("loaning the reply: {0}")]
+    Loaning(#[source] TransportError),
+    #[error("sending the reply: {0}")]
+    Sending(#[source] TransportError),
+}
+
+/// Why a ZeroMQ peer's wait for its next request ended without one.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RequestWaitError {
+    #[error("no request within {0:?}")]
+    Idle(Duration),
+    #[error("polling: {0}")]
+    Polling(#[source] zmq::Error),
 }
 
 /// An acknowledgement: the frame's sequence number and its one-way latency (ns), LE.

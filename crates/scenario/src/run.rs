@@ -57,7 +57,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     // Asked to count but not counted: the cell fails at its start rather than pass
     // with no count.
     let counting = match harness.counted {
-        true => Counting::for_cell().map_err(setup_failure),
+        true => Counting::for_cell().map_err(|e| setup_failure(e.to_string())),
         false => Ok(None),
     };
     let (counting, uncountable) = match counting {
@@ -80,7 +80,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
     let memory = uncountable.map_or(Ok(()), Err).and_then(|()| {
         available_memory()
             .map_or(Ok(()), |available| check_memory(cell, available))
-            .map_err(setup_failure)
+            .map_err(|e| setup_failure(e.to_string()))
     });
     // A netns cell's second host, made before its peer starts and removed (dropped)
     // after the cell, its peer stopped.

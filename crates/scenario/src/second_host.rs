@@ -17,7 +17,7 @@ use std::fs::File;
 use std::io::Read;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -229,23 +229,23 @@ pub(crate) struct Link {
 
 impl Link {
     /// Makes the second host of a cell whose peer runs on one; `None` for the others.
-    pub(crate) fn for_cell(cell: &Cell) -> Result<Option<Link>, String> {
+    pub(crate) fn for_cell(cell: &Cell) -> Result<Option<Link>, LinkError> {
         let Some(link) = cell.host.netns() else {
             return Ok(None);
         };
         if let Some(need) = unmet_need(cell) {
-            return Err(format!("its peer runs on a second host, which {need}"));
+            return Err(LinkError::Unmet { need });
         }
         Link::create(link).map(Some)
     }
 
-    fn create(shape: &NetnsLink) -> Result<Link, String> {
-        let ip = find_program("ip").ok_or("`ip` (iproute2) is not installed")?;
+    fn create(shape: &NetnsLink) -> Result<Link, LinkError> {
+        let ip = find_program("ip").ok_or(LinkError::NotInstalled("ip"))?;
         let pid = std::process::id();
         let (n, (namespace, host_if, peer_if)) = loop {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
             if n >= MAX_LINKS {
-                return Err(format!("this process made {MAX_LINKS} links already"));
+                return Err(LinkError::TooMany);
             }
             let names = names(pid, n);
             // A namesake's creator had our pid: a live run in another PID namespace
@@ -274,7 +274,7 @@ impl Link {
         link.alive = Some(
             File::open(&file)
                 .and_then(|f| f.lock_shared().map(|()| f))
-                .map_err(|e| format!("locking {}: {e}", file.display()))?,
+                .map_err(|source| LinkError::Locking { path: file, source })?,
         );
         link.ip(&[
             "link",
@@ -313,7 +313,7 @@ impl Link {
         link.ip(&["-n", &ns, "link", "set", "dev", &peer_if, "mtu", &mtu, "up"])?;
         link.ip(&["-n", &ns, "link", "set", "dev", "lo", "up"])?;
         if shape.is_shaped() {
-            let tc = find_program("tc").ok_or("`tc` (iproute2) is not installed")?;
+            let tc = find_program("tc").ok_or(LinkError::NotInstalled("tc"))?;
             let netem = netem_args(shape);
             for (namespace, dev) in [(None, &link.host_if), (Some(&ns), &peer_if)] {
                 let mut args: Vec<&str> = Vec::new();
@@ -336,18 +336,17 @@ impl Link {
 
     /// Chooses a free /30 and puts this host's end on its .1, holding the lock so no
     /// other process chooses it meanwhile.
-    fn give_subnet(&self, start: u32) -> Result<u32, String> {
+    fn give_subnet(&self, start: u32) -> Result<u32, LinkError> {
         let _lock = SubnetLock::take()?;
         let listing = self.ip(&["-4", "-o", "addr", "show"])?;
-        let base = free_subnet(start, &parse_addresses(&listing))
-            .ok_or("no /30 of 198.18.0.0/15 is free on this host")?;
+        let base = free_subnet(start, &parse_addresses(&listing)).ok_or(LinkError::NoFreeSubnet)?;
         let host = Ipv4Addr::from(base + 1);
         self.ip(&["addr", "add", &format!("{host}/30"), "dev", &self.host_if])?;
         Ok(base)
     }
 
     /// Waits for this host's end to be up (a veth is up once both ends are).
-    fn wait_up(&self) -> Result<(), String> {
+    fn wait_up(&self) -> Result<(), LinkError> {
         let state = Path::new(NET_CLASS_DIR)
             .join(&self.host_if)
             .join("operstate");
@@ -358,17 +357,16 @@ impl Link {
                 return Ok(());
             }
             if Instant::now() >= deadline {
-                return Err(format!(
-                    "{} was not up within {UP_WITHIN:?} (state {:?})",
-                    self.host_if,
-                    now.trim()
-                ));
+                return Err(LinkError::NotUp {
+                    interface: self.host_if.clone(),
+                    state: now.trim().to_string(),
+                });
             }
             std::thread::sleep(Duration::from_millis(5));
         }
     }
 
-    fn ip(&self, args: &[&str]) -> Result<String, String> {
+    fn ip(&self, args: &[&str]) -> Result<String, CommandError> {
         run(&self.ip, args)
     }
 
@@ -388,6 +386,7 @@ impl Drop for Link {
             ["netns", "del", self.namespace.as_str()],
         ] {
             if let Err(e) = run(&self.ip, &args) {
+                let e = e.to_string();
                 if !e.contains("Cannot find device") && !e.contains("No such file") {
                     eprintln!("warning: removing {}: {e}", args[2]);
                 }
@@ -414,13 +413,16 @@ struct SubnetLock {
 }
 
 impl SubnetLock {
-    fn take() -> Result<Self, String> {
+    fn take() -> Result<Self, LinkError> {
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(SUBNET_LOCK)
-            .map_err(|e| format!("opening {SUBNET_LOCK}: {e}"))?;
+            .map_err(|source| LinkError::Opening {
+                path: SUBNET_LOCK.into(),
+                source,
+            })?;
         let deadline = Instant::now() + LOCK_WITHIN;
         loop {
             match file.try_lock() {
@@ -428,13 +430,12 @@ impl SubnetLock {
                 Err(std::fs::TryLockError::WouldBlock) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(5));
                 }
-                Err(std::fs::TryLockError::WouldBlock) => {
-                    return Err(format!(
-                        "{SUBNET_LOCK} stayed locked by another process for {LOCK_WITHIN:?}"
-                    ))
-                }
-                Err(std::fs::TryLockError::Error(e)) => {
-                    return Err(format!("locking {SUBNET_LOCK}: {e}"))
+                Err(std::fs::TryLockError::WouldBlock) => return Err(LinkError::LockedTooLong),
+                Err(std::fs::TryLockError::Error(source)) => {
+                    return Err(LinkError::Locking {
+                        path: SUBNET_LOCK.into(),
+                        source,
+                    })
                 }
             }
         }
@@ -443,7 +444,7 @@ impl SubnetLock {
 
 /// Runs `program args` to its end within [`COMMAND_WITHIN`] (killed after that); its
 /// stdout, or an error naming the command and quoting its stderr.
-fn run(program: &Path, args: &[&str]) -> Result<String, String> {
+fn run(program: &Path, args: &[&str]) -> Result<String, CommandError> {
     let shown = || {
         let name = program.file_name().unwrap_or_default().to_string_lossy();
         format!("`{name} {}`", args.join(" "))
@@ -454,7 +455,10 @@ fn run(program: &Path, args: &[&str]) -> Result<String, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("starting {}: {e}", shown()))?;
+        .map_err(|source| CommandError::Starting {
+            command: shown(),
+            source,
+        })?;
     // Read on threads, so a full pipe never blocks the command.
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
@@ -485,12 +489,14 @@ fn run(program: &Path, args: &[&str]) -> Result<String, String> {
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "{} did not finish within {COMMAND_WITHIN:?}",
-                    shown()
-                ));
+                return Err(CommandError::TimedOut { command: shown() });
             }
-            Err(e) => return Err(format!("waiting for {}: {e}", shown())),
+            Err(source) => {
+                return Err(CommandError::Waiting {
+                    command: shown(),
+                    source,
+                })
+            }
         }
     };
     let out = stdout.join().unwrap_or_default();
@@ -498,41 +504,42 @@ fn run(program: &Path, args: &[&str]) -> Result<String, String> {
     if status.success() {
         Ok(out)
     } else {
-        Err(format!(
-            "{} failed ({}): {}",
-            shown(),
-            crate::spawn::describe(status),
-            err.trim()
-        ))
+        Err(CommandError::Failed {
+            command: shown(),
+            status,
+            stderr: err.trim().to_string(),
+        })
     }
 }
 
 /// The IP fragmentation counters of the network namespace process `pid` runs in (its
 /// `/proc/<pid>/net/snmp`), as totals since the namespace was made.
-pub(crate) fn fragmentation_of(pid: u32) -> Result<Fragmentation, String> {
+pub(crate) fn fragmentation_of(pid: u32) -> Result<Fragmentation, CountersError> {
     let path = format!("/proc/{pid}/net/snmp");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("reading {path}: {e}"))?;
-    parse_snmp(&text).map_err(|e| format!("{path}: {e}"))
+    let text =
+        std::fs::read_to_string(&path).map_err(|source| CountersError::Reading { pid, source })?;
+    parse_snmp(&text).map_err(|source| CountersError::Parsing { pid, source })
 }
 
 /// The `Ip:` counters of an snmp file: a line of names, then one of values.
-fn parse_snmp(text: &str) -> Result<Fragmentation, String> {
+fn parse_snmp(text: &str) -> Result<Fragmentation, SnmpError> {
     let mut ip = text.lines().filter_map(|l| l.strip_prefix("Ip:"));
     let (Some(names), Some(values)) = (ip.next(), ip.next()) else {
-        return Err("no `Ip:` names and values".into());
+        return Err(SnmpError::NoIp);
     };
     let counters: Vec<(&str, &str)> = names
         .split_whitespace()
         .zip(values.split_whitespace())
         .collect();
-    let get = |name: &str| -> Result<u64, String> {
+    let get = |name: &'static str| -> Result<u64, SnmpError> {
         let (_, value) = counters
             .iter()
             .find(|(n, _)| *n == name)
-            .ok_or_else(|| format!("no `Ip:` counter {name}"))?;
-        value
-            .parse()
-            .map_err(|_| format!("`Ip:` counter {name} is {value:?}, not a count"))
+            .ok_or(SnmpError::NoCounter(name))?;
+        value.parse().map_err(|_| SnmpError::NotACount {
+            name,
+            value: value.to_string(),
+        })
     };
     Ok(Fragmentation {
         fragments_received: get("ReasmReqds")?,
@@ -542,6 +549,95 @@ fn parse_snmp(text: &str) -> Result<Fragmentation, String> {
         fragments_created: get("FragCreates")?,
         fragmentation_failed: get("FragFails")?,
     })
+}
+
+/// Why a second host could not be made for a cell.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LinkError {
+    /// What [`unmet_need`] says it lacks.
+    #[error("its peer runs on a second host, which {need}")]
+    Unmet { need: String },
+    #[error("`{0}` (iproute2) is not installed")]
+    NotInstalled(&'static str),
+    #[error("this process made {MAX_LINKS} links already")]
+    TooMany,
+    #[error("opening {}: {source}", .path.display())]
+    Opening {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("locking {}: {source}", .path.display())]
+    Locking {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{SUBNET_LOCK} stayed locked by another process for {LOCK_WITHIN:?}")]
+    LockedTooLong,
+    #[error("no /30 of 198.18.0.0/15 is free on this host")]
+    NoFreeSubnet,
+    /// This host's end of the link, and the state it stayed in.
+    #[error("{interface} was not up within {UP_WITHIN:?} (state {state:?})")]
+    NotUp { interface: String, state: String },
+    #[error(transparent)]
+    Command(#[from] CommandError),
+}
+
+/// An `ip` or `tc` command that did not do its job; `command` as it is shown,
+/// `` `ip link del ipcm42h0` ``.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CommandError {
+    #[error("starting {command}: {source}")]
+    Starting {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{command} did not finish within {COMMAND_WITHIN:?}")]
+    TimedOut { command: String },
+    #[error("waiting for {command}: {source}")]
+    Waiting {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// It exited with `status`, saying `stderr` (trimmed).
+    #[error("{command} failed ({}): {stderr}", crate::spawn::describe(*.status))]
+    Failed {
+        command: String,
+        status: ExitStatus,
+        stderr: String,
+    },
+}
+
+/// Why the IP counters of the second host that process `pid` runs on could not be read
+/// (from its `/proc/<pid>/net/snmp`).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CountersError {
+    #[error("reading /proc/{pid}/net/snmp: {source}")]
+    Reading {
+        pid: u32,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("/proc/{pid}/net/snmp: {source}")]
+    Parsing {
+        pid: u32,
+        #[source]
+        source: SnmpError,
+    },
+}
+
+/// What an snmp file lacks.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SnmpError {
+    #[error("no `Ip:` names and values")]
+    NoIp,
+    #[error("no `Ip:` counter {0}")]
+    NoCounter(&'static str),
+    #[error("`Ip:` counter {name} is {value:?}, not a count")]
+    NotACount { name: &'static str, value: String },
 }
 
 /// What the counters went up by from `before` to `after`.
@@ -707,11 +803,17 @@ mod tests {
             "Ip: ReasmOKs ReasmReqds ReasmFails FragOKs FragCreates FragFails\nIp: 1 2 3 4 5 6\n";
         assert_eq!(parse_snmp(shuffled).unwrap().fragments_received, 2);
         let short = "Ip: ReasmOKs ReasmReqds\nIp: 1 2\n";
-        assert!(parse_snmp(short).unwrap_err().contains("ReasmFails"));
+        assert!(parse_snmp(short)
+            .unwrap_err()
+            .to_string()
+            .contains("ReasmFails"));
         assert!(parse_snmp("Ip: ReasmReqds\n").is_err());
         let bad =
             "Ip: ReasmReqds ReasmOKs ReasmFails FragOKs FragCreates FragFails\nIp: x 2 3 4 5 6\n";
-        assert!(parse_snmp(bad).unwrap_err().contains("ReasmReqds"));
+        assert!(parse_snmp(bad)
+            .unwrap_err()
+            .to_string()
+            .contains("ReasmReqds"));
     }
 
     #[test]

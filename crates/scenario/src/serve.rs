@@ -2,7 +2,7 @@
 //! reads its configuration, pins itself, and hands over to the kind that serves its role.
 
 use crate::kinds;
-use crate::peer::{PeerConfig, SERVE_ARG};
+use crate::peer::{PeerConfig, PeerError, SERVE_ARG};
 use ipc_matrix_transport::{die_with_parent, set_thread_cpus};
 
 /// If this process was started as a peer, serves and exits; otherwise returns at once.
@@ -14,13 +14,9 @@ pub fn serve_if_requested() {
     if args.get(1).and_then(|a| a.to_str()) != Some(SERVE_ARG) {
         return;
     }
-    let text: Result<Vec<String>, String> = args[2..]
+    let text: Result<Vec<String>, PeerError> = args[2..]
         .iter()
-        .map(|a| {
-            a.clone()
-                .into_string()
-                .map_err(|raw| format!("an argument is not UTF-8: {}", raw.to_string_lossy()))
-        })
+        .map(|a| a.clone().into_string().map_err(PeerError::ArgumentNotUtf8))
         .collect();
     let code = match text.and_then(|args| parse(&args)).and_then(serve) {
         Ok(()) => 0,
@@ -32,23 +28,21 @@ pub fn serve_if_requested() {
     std::process::exit(code);
 }
 
-fn parse(args: &[String]) -> Result<PeerConfig, String> {
+fn parse(args: &[String]) -> Result<PeerConfig, PeerError> {
     match args {
         [flag, json] if flag == "--config" => {
-            serde_json::from_str(json).map_err(|e| format!("bad --config: {e}"))
+            serde_json::from_str(json).map_err(PeerError::BadConfig)
         }
-        _ => Err(format!(
-            "usage: {SERVE_ARG} --config <json> (started by ipc-matrix itself, not by hand)"
-        )),
+        _ => Err(PeerError::Usage),
     }
 }
 
-fn serve(config: PeerConfig) -> Result<(), String> {
+fn serve(config: PeerConfig) -> Result<(), PeerError> {
     if !die_with_parent(config.parent) {
-        return Err("the measuring process exited before the peer started".into());
+        return Err(PeerError::ParentGone);
     }
     if let Some(cpu) = config.cpu {
-        set_thread_cpus(&[cpu]).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
+        set_thread_cpus(&[cpu]).map_err(|source| PeerError::Pinning { cpu, source })?;
     }
     if config.count.is_some() {
         ipc_matrix_count_window::mark_pauses();

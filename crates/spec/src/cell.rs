@@ -178,15 +178,13 @@ impl Spec {
     }
 
     /// Every cell of a profile, in document order.
-    pub fn cells(&self, profile: &str) -> Result<Vec<Cell>, String> {
+    pub fn cells(&self, profile: &str) -> Result<Vec<Cell>, UnknownProfile> {
         let overrides = &self
             .profiles
             .get(profile)
-            .ok_or_else(|| {
-                format!(
-                    "no profile is named `{profile}`; the profiles are: {}",
-                    self.profile_names().join(", ")
-                )
+            .ok_or_else(|| UnknownProfile {
+                profile: profile.to_string(),
+                profiles: self.profile_names().into_iter().map(String::from).collect(),
             })?
             .scenarios;
         Ok(self
@@ -199,4 +197,13 @@ impl Spec {
             })
             .collect())
     }
+}
+
+/// A profile matrix.yaml does not declare.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no profile is named `{profile}`; the profiles are: {}", profiles.join(", "))]
+pub struct UnknownProfile {
+    pub profile: String,
+    /// The profiles it declares.
+    pub profiles: Vec<String>,
 }

@@ -6,14 +6,21 @@ use serde::Serialize;
 
 /// The GitHub-hosted runner image a leg runs on. Native legs need a machine of their own
 /// architecture; emulated legs run under QEMU on x86_64.
-pub fn runner_image(triple: &str, runner: Runner) -> Result<&'static str, String> {
+pub fn runner_image(triple: &str, runner: Runner) -> Result<&'static str, NoHostedRunner> {
     match (runner, triple.split('-').next()) {
         (Runner::Qemu, _) | (Runner::Native, Some("x86_64")) => Ok("ubuntu-24.04"),
         (Runner::Native, Some("aarch64")) => Ok("ubuntu-24.04-arm"),
-        (Runner::Native, _) => Err(format!(
-            "{triple}@native: GitHub has no hosted runner of this architecture; use runner: qemu"
-        )),
+        (Runner::Native, _) => Err(NoHostedRunner {
+            triple: triple.to_string(),
+        }),
     }
+}
+
+/// A native target of an architecture GitHub hosts no runner of.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{triple}@native: GitHub has no hosted runner of this architecture; use runner: qemu")]
+pub struct NoHostedRunner {
+    pub triple: String,
 }
 
 /// `{"include": [job, ...]}`: what the workflow's `strategy.matrix` reads with `fromJSON`.
@@ -51,7 +58,7 @@ impl JobMatrix {
 }
 
 /// One job per target of matrix.yaml, in its order.
-pub fn job_matrix(spec: &Spec) -> Result<JobMatrix, String> {
+pub fn job_matrix(spec: &Spec) -> Result<JobMatrix, NoHostedRunner> {
     let include = spec
         .targets
         .iter()
@@ -72,6 +79,6 @@ pub fn job_matrix(spec: &Spec) -> Result<JobMatrix, String> {
                 target: t.triple.clone(),
             })
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, NoHostedRunner>>()?;
     Ok(JobMatrix { include })
 }

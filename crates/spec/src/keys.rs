@@ -156,7 +156,7 @@ impl<'a> Keys<'a> {
         match given {
             Some(d) => match d.invalid() {
                 Some(why) => {
-                    self.problem(key, why.into());
+                    self.problem(key, why.to_string());
                     None
                 }
                 None => Some(d.get()),

@@ -35,12 +35,12 @@ mod stack;
 mod units;
 mod validate;
 
-pub use cell::{Cell, CELL_GROUP_FAULT};
+pub use cell::{Cell, UnknownProfile, CELL_GROUP_FAULT};
 pub use counted::{count_leg, counted_target};
 pub use error::{SpecError, SpecErrors};
 // Every kind's public types (its settings, in scenarios and in cells), and the kinds.
 pub use kinds::*;
-pub use limits::{available_memory, check_memory, mem_available};
+pub use limits::{available_memory, check_memory, mem_available, MemoryError};
 pub use model::{
     ChannelKind, CodecKind, MessagePath, Overrides, Profile, RegressionPolicy, Runner, Scenario,
     Spec, Target, TransportKind, WakeMode, SCHEMA_VERSION,
@@ -48,5 +48,5 @@ pub use model::{
 pub use plugins::{Plugin, ARCH_PLACEHOLDER, MAX_LIBRARY_PATH_BYTES};
 pub use reach::{ExternalPeer, Host, NetnsLink, DEFAULT_MTU, TARGET_PLACEHOLDER};
 pub use seeded::{pseudo_random_bytes, splitmix64};
-pub use stack::{StackName, StackTraits, BUILT_IN_NAMES, MAX_STACK_NAMES};
-pub use units::{ByteSize, Count, DurationSpec, UDP_MAX_PAYLOAD};
+pub use stack::{StackName, StackNameError, StackTraits, BUILT_IN_NAMES, MAX_STACK_NAMES};
+pub use units::{ByteSize, Count, DurationSpec, UnitError, UDP_MAX_PAYLOAD};

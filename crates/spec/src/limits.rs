@@ -91,22 +91,41 @@ impl Cell {
     }
 }
 
+/// A cell that needs more memory than the machine has available.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MemoryError {
+    #[error(
+        "{cell} needs about {} MiB of memory and {} MiB are available; use a smaller payload or fewer iterations",
+        need.div_ceil(1 << 20),
+        available / (1 << 20)
+    )]
+    MoreThanAvailable {
+        cell: String,
+        /// Bytes.
+        need: u64,
+        /// Bytes.
+        available: u64,
+    },
+    #[error(
+        "{cell} needs more memory than 64 bits count; use a smaller payload or fewer iterations"
+    )]
+    MoreThan64Bits { cell: String },
+}
+
 /// Refuses to start a cell that needs more memory than is available (`available`:
 /// bytes, e.g. [`mem_available`] of `/proc/meminfo`), rather than have the kernel kill it
 /// or an allocation abort it halfway.
-pub fn check_memory(cell: &Cell, available: u64) -> Result<(), String> {
+pub fn check_memory(cell: &Cell, available: u64) -> Result<(), MemoryError> {
     match cell.memory_need() {
         Some(need) if need <= available => Ok(()),
-        Some(need) => Err(format!(
-            "{} needs about {} MiB of memory and {} MiB are available; use a smaller payload or fewer iterations",
-            cell.id,
-            need.div_ceil(1 << 20),
-            available / (1 << 20)
-        )),
-        None => Err(format!(
-            "{} needs more memory than 64 bits count; use a smaller payload or fewer iterations",
-            cell.id
-        )),
+        Some(need) => Err(MemoryError::MoreThanAvailable {
+            cell: cell.id.clone(),
+            need,
+            available,
+        }),
+        None => Err(MemoryError::MoreThan64Bits {
+            cell: cell.id.clone(),
+        }),
     }
 }
 
@@ -191,16 +210,19 @@ mod need {
         assert!(check_memory(&cell, 8 << 30).is_ok());
         let e = check_memory(&cell, 100 << 20).unwrap_err();
         assert!(
-            e.starts_with(
+            matches!(e, MemoryError::MoreThanAvailable { available, .. } if available == 100 << 20)
+        );
+        assert!(
+            e.to_string().starts_with(
                 "bulk::tcp::100MB needs about 351 MiB of memory and 100 MiB are available"
             ),
             "{e}"
         );
         cell.payload_bytes = u64::MAX;
         assert_eq!(cell.memory_need(), None);
-        assert!(check_memory(&cell, u64::MAX)
-            .unwrap_err()
-            .contains("more memory than 64 bits count"));
+        let e = check_memory(&cell, u64::MAX).unwrap_err();
+        assert!(matches!(e, MemoryError::MoreThan64Bits { .. }));
+        assert!(e.to_string().contains("more memory than 64 bits count"));
         cell.work = Work::Logging(crate::LogWrite {
             sink: crate::LogSink::Buffered,
             budget: std::time::Duration::from_secs(1),

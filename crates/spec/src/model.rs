@@ -2,7 +2,7 @@
 
 use crate::kinds::ScenarioWork;
 use crate::reach::{ExternalPeer, Host};
-use crate::stack::{StackName, StackTraits};
+use crate::stack::{StackName, StackNameError, StackTraits};
 use crate::units::{ByteSize, Count, DurationSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -166,7 +166,7 @@ impl TransportKind {
 
     /// The transport of this name: a built-in one, or a user's stack by name (registered
     /// in this process or not: see [`TransportKind::is_known`]).
-    pub fn named(name: &str) -> Result<TransportKind, String> {
+    pub fn named(name: &str) -> Result<TransportKind, StackNameError> {
         const BUILT_IN: [TransportKind; 7] = [
             TransportKind::Shm,
             TransportKind::Local,

@@ -6,7 +6,7 @@
 //! library does. [`Spec::load`] then checks the section with the rest, located.
 
 use crate::model::Spec;
-use crate::stack::check_name;
+use crate::stack::{check_name, StackNameError};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -67,16 +67,25 @@ impl Spec {
     }
 }
 
+/// What is wrong with a `plugins:` entry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum PluginEntryError {
+    #[error(transparent)]
+    Name(#[from] StackNameError),
+    #[error("`library` is empty: give the path of the shared library (relative to matrix.yaml; {{arch}} is the CPU's name)")]
+    EmptyLibrary,
+    #[error("`library` is not a path of at most {MAX_LIBRARY_PATH_BYTES} bytes without NUL")]
+    LibraryPath,
+}
+
 /// What is wrong with a `plugins:` entry, if anything.
-pub(crate) fn check_plugin(name: &str, raw: &RawPlugin) -> Result<(), String> {
+pub(crate) fn check_plugin(name: &str, raw: &RawPlugin) -> Result<(), PluginEntryError> {
     check_name(name)?;
     if raw.library.trim().is_empty() {
-        return Err("`library` is empty: give the path of the shared library (relative to matrix.yaml; {arch} is the CPU's name)".into());
+        return Err(PluginEntryError::EmptyLibrary);
     }
     if raw.library.len() > MAX_LIBRARY_PATH_BYTES || raw.library.contains('\0') {
-        return Err(format!(
-            "`library` is not a path of at most {MAX_LIBRARY_PATH_BYTES} bytes without NUL"
-        ));
+        return Err(PluginEntryError::LibraryPath);
     }
     Ok(())
 }

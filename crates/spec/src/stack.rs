@@ -59,10 +59,32 @@ pub const MAX_STACK_NAMES: usize = 1024;
 /// The built-in transports' names, which no stack may take.
 pub const BUILT_IN_NAMES: [&str; 7] = ["shm", "local", "tcp", "udp", "pipe", "iceoryx2", "file"];
 
+/// Why a name cannot be a stack's, or a stack cannot be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StackNameError {
+    #[error(
+        "`{name}` is not a transport: the built-in ones are {}; a stack's name is a-z, 0-9 and `-`, starting with a letter, at most 40 bytes",
+        BUILT_IN_NAMES.join(", ")
+    )]
+    Malformed { name: String },
+    #[error("`{name}` is a built-in transport, not a stack")]
+    BuiltIn { name: String },
+    #[error("more than {MAX_STACK_NAMES} stack names in one process")]
+    TooMany,
+    #[error("stack `{name}`: every stack offers the copied path (send and recv)")]
+    NoCopiedPath { name: String },
+    #[error("stack `{name}`: the streamed path is shared memory's own; offer copied and loaned")]
+    StreamedPath { name: String },
+    #[error("stack `{name}`: floor_like names a built-in channel, not a stack")]
+    FloorLikeAStack { name: String },
+    #[error("stack `{name}` is registered twice")]
+    RegisteredTwice { name: String },
+}
+
 impl StackName {
     /// The stack named `name`, registered or not: an identifier (a-z, 0-9, `-`, starting
     /// with a letter, at most 40 bytes) that no built-in transport has.
-    pub fn named(name: &str) -> Result<StackName, String> {
+    pub fn named(name: &str) -> Result<StackName, StackNameError> {
         check_name(name)?;
         if let Some(found) = Self::find(name) {
             return Ok(found);
@@ -72,9 +94,7 @@ impl StackName {
             return Ok(StackName(i as u16));
         }
         if names.len() >= MAX_STACK_NAMES {
-            return Err(format!(
-                "more than {MAX_STACK_NAMES} stack names in one process"
-            ));
+            return Err(StackNameError::TooMany);
         }
         names.push(Entry {
             name: Box::leak(name.to_owned().into_boxed_str()),
@@ -86,27 +106,22 @@ impl StackName {
     /// Registers the stack `name` with its traits, for this process's cells and peers.
     /// Refused when the name is taken by a built-in transport or by another registered
     /// stack.
-    pub fn register(name: &str, traits: StackTraits) -> Result<StackName, String> {
+    pub fn register(name: &str, traits: StackTraits) -> Result<StackName, StackNameError> {
+        let name_owned = || name.to_string();
         if !traits.message_paths.contains(&MessagePath::Copied) {
-            return Err(format!(
-                "stack `{name}`: every stack offers the copied path (send and recv)"
-            ));
+            return Err(StackNameError::NoCopiedPath { name: name_owned() });
         }
         if traits.message_paths.contains(&MessagePath::Streamed) {
-            return Err(format!(
-                "stack `{name}`: the streamed path is shared memory's own; offer copied and loaned"
-            ));
+            return Err(StackNameError::StreamedPath { name: name_owned() });
         }
         if traits.floor_like.stack().is_some() {
-            return Err(format!(
-                "stack `{name}`: floor_like names a built-in channel, not a stack"
-            ));
+            return Err(StackNameError::FloorLikeAStack { name: name_owned() });
         }
         let stack = Self::named(name)?;
         let mut names = NAMES.write().unwrap_or_else(|e| e.into_inner());
         let entry = &mut names[stack.0 as usize];
         if entry.traits.is_some() {
-            return Err(format!("stack `{name}` is registered twice"));
+            return Err(StackNameError::RegisteredTwice { name: name_owned() });
         }
         entry.traits = Some(traits);
         Ok(stack)
@@ -143,7 +158,7 @@ impl StackName {
     }
 }
 
-pub(crate) fn check_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_name(name: &str) -> Result<(), StackNameError> {
     let well_formed = !name.is_empty()
         && name.len() <= 40
         && name.starts_with(|c: char| c.is_ascii_lowercase())
@@ -151,13 +166,14 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
     if !well_formed {
-        return Err(format!(
-            "`{name}` is not a transport: the built-in ones are {}; a stack's name is a-z, 0-9 and `-`, starting with a letter, at most 40 bytes",
-            BUILT_IN_NAMES.join(", ")
-        ));
+        return Err(StackNameError::Malformed {
+            name: name.to_string(),
+        });
     }
     if BUILT_IN_NAMES.contains(&name) {
-        return Err(format!("`{name}` is a built-in transport, not a stack"));
+        return Err(StackNameError::BuiltIn {
+            name: name.to_string(),
+        });
     }
     Ok(())
 }
@@ -231,18 +247,21 @@ mod tests {
         assert!(StackName::registered().contains(&mine));
         assert!(!StackName::registered().contains(&read));
         let twice = StackName::register("registered-here", traits).unwrap_err();
-        assert!(twice.contains("registered twice"), "{twice}");
+        assert!(matches!(twice, StackNameError::RegisteredTwice { .. }));
+        assert!(twice.to_string().contains("registered twice"), "{twice}");
     }
 
     #[test]
     fn built_in_names_and_ill_formed_names_are_refused() {
         for name in ["tcp", "shm", "file"] {
             let e = StackName::named(name).unwrap_err();
-            assert!(e.contains("built-in"), "{e}");
+            assert_eq!(e, StackNameError::BuiltIn { name: name.into() });
+            assert!(e.to_string().contains("built-in"), "{e}");
         }
         for name in ["", "Upper", "9lives", "a b", "a/b", &"x".repeat(41)] {
             let e = StackName::named(name).unwrap_err();
-            assert!(e.contains("not a transport"), "{name}: {e}");
+            assert!(matches!(e, StackNameError::Malformed { .. }), "{name}: {e}");
+            assert!(e.to_string().contains("not a transport"), "{name}: {e}");
         }
         let streamed = StackTraits {
             message_paths: &[MessagePath::Copied, MessagePath::Streamed],

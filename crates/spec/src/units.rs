@@ -15,7 +15,29 @@ pub struct ByteSize {
     /// Set when the text did not parse. Kept rather than raised while reading, so that
     /// validation can report it with its exact path (`payloads[1]`), which serde_yaml does
     /// not give for items of a list.
-    invalid: Option<String>,
+    invalid: Option<UnitError>,
+}
+
+/// Why the text of a size or a duration is not one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum UnitError {
+    #[error("`{text}` is not {expected}")]
+    NotUnderstood {
+        text: String,
+        expected: &'static str,
+    },
+    #[error("`{text}` is more bytes than 64 bits count (at most {} B)", u64::MAX)]
+    MoreBytesThan64Bits { text: String },
+    #[error("`{text}` is not a whole number of bytes; a payload has at least 1 byte")]
+    NotWholeBytes { text: String },
+    #[error("`{text}` is not a whole, positive number of bytes; a payload has at least 1 byte")]
+    NoBytes { text: String },
+    #[error("`{text}` must be more than zero and less than a day")]
+    NotADuration { text: String },
+    #[error("`{text}` is less than 1 ns; a duration must be more than zero")]
+    UnderANanosecond { text: String },
+    #[error("`{text}` must be less than a day")]
+    ADayOrMore { text: String },
 }
 
 const SIZE_UNITS: &[(&str, u64)] = &[
@@ -37,33 +59,33 @@ impl ByteSize {
         &self.label
     }
     /// Why the text is not a size, if it is not.
-    pub fn invalid(&self) -> Option<&str> {
-        self.invalid.as_deref()
+    pub fn invalid(&self) -> Option<&UnitError> {
+        self.invalid.as_ref()
     }
 
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, UnitError> {
         let text = text.trim();
-        let expected =
-            "a size like 200B, 64KiB, 6.5MB or 100MB (units B, KB, MB, GB, KiB, MiB, GiB)";
+        let not_understood = || UnitError::NotUnderstood {
+            text: text.to_string(),
+            expected:
+                "a size like 200B, 64KiB, 6.5MB or 100MB (units B, KB, MB, GB, KiB, MiB, GiB)",
+        };
         let (number, unit, multiplier) = SIZE_UNITS
             .iter()
             .find_map(|(unit, mult)| text.strip_suffix(unit).map(|n| (n.trim(), *unit, *mult)))
-            .ok_or_else(|| format!("`{text}` is not {expected}"))?;
-        let decimal =
-            Decimal::parse(number).ok_or_else(|| format!("`{text}` is not {expected}"))?;
-        let bytes = decimal.times(multiplier).map_err(|why| match why {
-            Inexact::Overflow => format!(
-                "`{text}` is more bytes than 64 bits count (at most {} B)",
-                u64::MAX
-            ),
-            Inexact::Fraction => {
-                format!("`{text}` is not a whole number of bytes; a payload has at least 1 byte")
+            .ok_or_else(not_understood)?;
+        let decimal = Decimal::parse(number).ok_or_else(not_understood)?;
+        let bytes = decimal.times(multiplier).map_err(|why| {
+            let text = text.to_string();
+            match why {
+                Inexact::Overflow => UnitError::MoreBytesThan64Bits { text },
+                Inexact::Fraction => UnitError::NotWholeBytes { text },
             }
         })?;
         if bytes == 0 {
-            return Err(format!(
-                "`{text}` is not a whole, positive number of bytes; a payload has at least 1 byte"
-            ));
+            return Err(UnitError::NoBytes {
+                text: text.to_string(),
+            });
         }
         Ok(Self {
             bytes,
@@ -166,20 +188,23 @@ impl Count {
 /// A duration such as `500ms`, `5s`, `2m`. Like [`ByteSize`], bad text is kept for
 /// validation to report at its exact path.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DurationSpec(Result<Duration, String>);
+pub struct DurationSpec(Result<Duration, UnitError>);
 
 impl DurationSpec {
     /// The duration; validated specs only hold valid ones.
     pub fn get(&self) -> Duration {
         self.0.clone().unwrap_or_default()
     }
-    pub fn invalid(&self) -> Option<&str> {
-        self.0.as_ref().err().map(String::as_str)
+    pub fn invalid(&self) -> Option<&UnitError> {
+        self.0.as_ref().err()
     }
 
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, UnitError> {
         let text = text.trim();
-        let expected = "a duration like 500ms, 5s or 2m (units us, ms, s, m)";
+        let not_understood = || UnitError::NotUnderstood {
+            text: text.to_string(),
+            expected: "a duration like 500ms, 5s or 2m (units us, ms, s, m)",
+        };
         let units: &[(&str, u64)] = &[
             ("us", 1_000),
             ("ms", 1_000_000),
@@ -189,22 +214,22 @@ impl DurationSpec {
         let (number, ns_per_unit) = units
             .iter()
             .find_map(|(unit, ns)| text.strip_suffix(unit).map(|n| (n.trim(), *ns)))
-            .ok_or_else(|| format!("`{text}` is not {expected}"))?;
-        let too_long = || format!("`{text}` must be less than a day");
+            .ok_or_else(not_understood)?;
+        let too_long = || UnitError::ADayOrMore {
+            text: text.to_string(),
+        };
         let nanos = match Decimal::parse(number) {
             // Decimal text converts exactly; a part of a nanosecond is dropped.
             Some(decimal) => decimal.times_truncated(ns_per_unit).ok_or_else(too_long)?,
             // Anything else that reads as a number (`1e-3s`) goes through f64, refused
             // when it is not finite, or is negative.
             None => {
-                let value: f64 = number
-                    .parse()
-                    .map_err(|_| format!("`{text}` is not {expected}"))?;
+                let value: f64 = number.parse().map_err(|_| not_understood())?;
                 let nanos = value * ns_per_unit as f64;
                 if nanos.is_nan() || nanos < 0.0 {
-                    return Err(format!(
-                        "`{text}` must be more than zero and less than a day"
-                    ));
+                    return Err(UnitError::NotADuration {
+                        text: text.to_string(),
+                    });
                 }
                 if nanos >= MAX_DURATION_NS as f64 {
                     return Err(too_long());
@@ -213,9 +238,9 @@ impl DurationSpec {
             }
         };
         if nanos == 0 {
-            return Err(format!(
-                "`{text}` is less than 1 ns; a duration must be more than zero"
-            ));
+            return Err(UnitError::UnderANanosecond {
+                text: text.to_string(),
+            });
         }
         if nanos >= MAX_DURATION_NS {
             return Err(too_long());
@@ -299,14 +324,25 @@ mod tests {
             "99999999999999999999999999B",
         ] {
             let why = ByteSize::parse(overflow).unwrap_err();
+            assert_eq!(
+                why,
+                UnitError::MoreBytesThan64Bits {
+                    text: overflow.into()
+                }
+            );
             assert!(
-                why.contains("more bytes than 64 bits count"),
+                why.to_string().contains("more bytes than 64 bits count"),
                 "{overflow}: {why}"
             );
         }
-        assert!(ByteSize::parse("0.3KiB")
-            .unwrap_err()
-            .contains("not a whole number of bytes"));
+        let why = ByteSize::parse("0.3KiB").unwrap_err();
+        assert_eq!(
+            why,
+            UnitError::NotWholeBytes {
+                text: "0.3KiB".into()
+            }
+        );
+        assert!(why.to_string().contains("not a whole number of bytes"));
     }
 
     #[test]

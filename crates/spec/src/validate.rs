@@ -140,7 +140,7 @@ impl RawSpec {
         self.check_targets(&mut out);
         for (name, plugin) in &self.plugins {
             if let Err(why) = crate::plugins::check_plugin(name, plugin) {
-                out.push((vec![key("plugins"), key(name)], why));
+                out.push((vec![key("plugins"), key(name)], why.to_string()));
             }
         }
         self.check_profiles(&mut out);
@@ -318,7 +318,7 @@ fn check_kind_overrides(
             Some(_) if !kind.keys().contains(&key) => out.push((field(key), kind.not_taken(key))),
             Some(d) => {
                 if let Some(why) = d.invalid() {
-                    out.push((field(key), why.into()));
+                    out.push((field(key), why.to_string()));
                 }
             }
             None => {}

@@ -69,7 +69,8 @@ fn profiles_override_and_shm_expands_into_wake_modes() {
     );
     assert!(cells.iter().all(|c| c.iterations == 5 && c.warmup == 10));
     let err = spec.cells("full").unwrap_err();
-    assert!(err.contains("profiles are: quick"), "{err}");
+    assert_eq!(err.profiles, ["quick"]);
+    assert!(err.to_string().contains("profiles are: quick"), "{err}");
 }
 
 #[test]

@@ -79,7 +79,9 @@ fn loads_or_locates(text: &str) -> Result<(), TestCaseError> {
     match Spec::parse(text, Path::new("m.yaml")) {
         Ok(spec) => {
             for profile in spec.profile_names() {
-                let cells = spec.cells(profile).map_err(TestCaseError::fail)?;
+                let cells = spec
+                    .cells(profile)
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
                 for cell in cells {
                     prop_assert!(cell.id.len() + ".json".len() <= 255);
                     prop_assert!(cell.round_trips().is_some());

@@ -12,6 +12,13 @@
 //! its channel); `checks` and `loaned` (the copying and the loaned path's checks);
 //! `table` (which checks apply to which subjects); this file.
 
+/// A [`CheckFailure::Violated`] in the check's words, as `format!` takes them.
+macro_rules! violated {
+    ($($words:tt)*) => {
+        $crate::conformance::CheckFailure::Violated(format!($($words)*))
+    };
+}
+
 mod checks;
 mod loaned;
 mod peer;
@@ -21,6 +28,7 @@ mod table;
 
 pub use libtest_mimic::{Arguments, ColorSetting, Conclusion};
 pub use subject::{stack_subjects, stack_subjects_up_to, subjects, Subject};
+pub use support::CheckFailure;
 
 use libtest_mimic::Trial;
 use std::sync::{Arc, Mutex};
@@ -52,9 +60,9 @@ pub fn run(args: &Arguments, subjects: Vec<Subject>) -> Conclusion {
 }
 
 /// Runs a check given its test name somewhere else than in this process (in a process of
-/// its own, say, where a crash in a stack's code is that check's failure): its failure's
-/// reason, or `Ok`. It must keep [`CHECK_LIMIT`] itself, less a margin.
-pub type Elsewhere = Arc<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
+/// its own, say, where a crash in a stack's code is that check's failure): its failure,
+/// or `Ok`. It must keep [`CHECK_LIMIT`] itself, less a margin.
+pub type Elsewhere = Arc<dyn Fn(&str) -> Result<(), CheckFailure> + Send + Sync>;
 
 /// As [`run`], with every check run by `elsewhere`; where it runs one, it calls
 /// [`run_one`] with the same subjects.
@@ -64,14 +72,14 @@ pub fn run_elsewhere(args: &Arguments, subjects: Vec<Subject>, elsewhere: Elsewh
 
 /// The check whose test name is `name`, run in this process: `None` when no check that
 /// applies to `subjects` has that name.
-pub fn run_one(subjects: &[Subject], name: &str) -> Option<Result<(), String>> {
+pub fn run_one(subjects: &[Subject], name: &str) -> Option<Result<(), CheckFailure>> {
     applying(subjects)
         .find(|(test, _, _)| test == name)
         .map(|(_, subject, run)| run(subject))
 }
 
 /// Each check that applies to each subject: its test name, its subject, its code.
-type CheckCode = fn(Subject) -> Result<(), String>;
+type CheckCode = fn(Subject) -> Result<(), CheckFailure>;
 fn applying(subjects: &[Subject]) -> impl Iterator<Item = (String, Subject, CheckCode)> + '_ {
     subjects.iter().flat_map(|&subject| {
         table::CHECKS
@@ -99,7 +107,7 @@ fn run_checks(
                 None => run(subject),
             };
             lock(&running).retain(|r| *r != started);
-            result.map_err(Into::into)
+            result.map_err(|failure| failure.to_string().into())
         }));
     }
     libtest_mimic::run(args, trials)

@@ -1,3 +1,4 @@
+use ipc_matrix_spec::StackNameError;
 use std::io;
 
 /// Why a channel operation failed; each variant reads as the end of a sentence
@@ -24,6 +25,9 @@ pub enum TransportError {
     /// A user's stack's own failure, in its words; or a stack this binary lacks.
     #[error("{0}")]
     Stack(String),
+    /// A stack the peer loads from its library is refused where it runs.
+    #[error(transparent)]
+    Register(#[from] RegisterError),
     #[error("{context}: {source}")]
     Io {
         context: &'static str,
@@ -41,4 +45,16 @@ impl TransportError {
     pub fn io(context: &'static str) -> impl FnOnce(io::Error) -> TransportError {
         move |source| TransportError::Io { context, source }
     }
+}
+
+/// Why a stack was not registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegisterError {
+    /// Its name is ill-formed, a built-in transport's, or taken; or its traits are
+    /// refused.
+    #[error(transparent)]
+    Name(#[from] StackNameError),
+    /// A C stack linked into this binary whose table is refused.
+    #[error("the linked C stack `{name}` cannot be used: {why}")]
+    LinkedTableRefused { name: String, why: String },
 }

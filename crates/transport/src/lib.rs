@@ -43,7 +43,7 @@ mod wait;
 pub use address::{PeerAddress, SocketEndpoint, SocketKind};
 pub use artifact::{unnamed_file, PrivateDir, ARTIFACT_PREFIX};
 pub use contract::{Acceptor, Channel, ListenOptions, Loans};
-pub use error::TransportError;
+pub use error::{RegisterError, TransportError};
 pub use iceoryx2::own_benchmark as iceoryx2_own_benchmark;
 pub use ipc_matrix_spec::{ChannelKind, WakeMode};
 pub use open::{connect, listen};

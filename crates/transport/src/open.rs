@@ -63,7 +63,7 @@ pub fn connect(
             // A stack in a shared library is loaded from it first, where this process
             // (the peer) has not yet.
             if let (Some(library), None) = (library, stack.traits()) {
-                plugin::register_plugin(stack.as_str(), library).map_err(TransportError::Stack)?;
+                plugin::register_plugin(stack.as_str(), library)?;
             }
             stack::connect(*stack, address, deadline)?
         }

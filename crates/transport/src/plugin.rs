@@ -18,13 +18,13 @@ mod channel;
 mod tests;
 
 use crate::contract::{Channel, ListenOptions};
-use crate::error::TransportError;
+use crate::error::{RegisterError, TransportError};
 use crate::stack::{register_stack_from, Library, Stack, StackAcceptor};
 #[cfg(not(target_env = "musl"))]
 use abi::ENTRY;
 use abi::{bounded_c_str, check, monotonic_ns, Calls, ErrorBuf, Named, Table, MAX_ADDRESS_BYTES};
 use channel::{PluginAcceptor, PluginChannel};
-use ipc_matrix_spec::{ChannelKind, MessagePath, StackName, StackTraits};
+use ipc_matrix_spec::{ChannelKind, MessagePath, StackName, StackNameError, StackTraits};
 use std::ffi::{c_void, CString};
 use std::path::Path;
 use std::time::Instant;
@@ -42,12 +42,9 @@ struct Plugin {
 /// (its cells fail saying why). Err only when `name` cannot be registered at all (an
 /// ill-formed name, or one taken). Loading the same library as the same name again is
 /// nothing.
-pub fn register_plugin(name: &str, library: &Path) -> Result<StackName, String> {
-    if let Some(known) = StackName::find(name).filter(|n| n.traits().is_some()) {
-        return match crate::stack::library_of(known) {
-            Some(known_library) if known_library.path == library => Ok(known),
-            _ => Err(format!("stack `{name}` is registered twice")),
-        };
+pub fn register_plugin(name: &str, library: &Path) -> Result<StackName, RegisterError> {
+    if let Some(known) = already_from(name, library)? {
+        return Ok(known);
     }
     let loaded = load(name, library).map_err(|why| {
         format!(
@@ -68,12 +65,13 @@ pub fn register_plugin(name: &str, library: &Path) -> Result<StackName, String> 
 
 /// Registers the stack `name` from `library` as broken, for `why`, without loading it:
 /// its cells fail saying so (a library whose loading crashed or hung another process).
-pub fn register_broken_plugin(name: &str, library: &Path, why: &str) -> Result<StackName, String> {
-    if let Some(known) = StackName::find(name).filter(|n| n.traits().is_some()) {
-        return match crate::stack::library_of(known) {
-            Some(known_library) if known_library.path == library => Ok(known),
-            _ => Err(format!("stack `{name}` is registered twice")),
-        };
+pub fn register_broken_plugin(
+    name: &str,
+    library: &Path,
+    why: &str,
+) -> Result<StackName, RegisterError> {
+    if let Some(known) = already_from(name, library)? {
+        return Ok(known);
     }
     let plugin = Plugin {
         name: Box::leak(name.to_owned().into_boxed_str()),
@@ -87,6 +85,21 @@ pub fn register_broken_plugin(name: &str, library: &Path, why: &str) -> Result<S
         loaded: false,
     };
     register_stack_from(Box::leak(Box::new(plugin)), Some(library))
+}
+
+/// The stack `name`, when this process registered it from `library` already; refused
+/// when it registered it otherwise.
+fn already_from(name: &str, library: &Path) -> Result<Option<StackName>, RegisterError> {
+    let Some(known) = StackName::find(name).filter(|n| n.traits().is_some()) else {
+        return Ok(None);
+    };
+    match crate::stack::library_of(known) {
+        Some(known_library) if known_library.path == library => Ok(Some(known)),
+        _ => Err(StackNameError::RegisteredTwice {
+            name: name.to_string(),
+        }
+        .into()),
+    }
 }
 
 /// Opens the library and checks its table.
@@ -105,7 +118,7 @@ fn load(name: &str, library: &Path) -> Result<(Calls, StackTraits), String> {
     // SAFETY: a call with no arguments, as declared; the library is never unloaded.
     let table = unsafe { entry() };
     // SAFETY: what a library's ipcm_stack_v1 returns is what the header says, or NULL.
-    unsafe { check(name, table) }
+    unsafe { check(name, table) }.map_err(|why| why.to_string())
 }
 
 /// A static build (the counted musl builds) has no loader to open a library with, and
@@ -128,10 +141,17 @@ pub type LinkedTable = unsafe extern "C" fn() -> *const c_void;
 /// # Safety
 /// `entry` is a function of the header's `const ipcm_stack_table_v1 *ipcm_stack_v1(void)`,
 /// returning NULL or a table that lives as long as the process.
-pub unsafe fn register_linked_plugin(name: &str, entry: LinkedTable) -> Result<StackName, String> {
+pub unsafe fn register_linked_plugin(
+    name: &str,
+    entry: LinkedTable,
+) -> Result<StackName, RegisterError> {
     // SAFETY: the caller's promise.
-    let checked = unsafe { check(name, entry().cast::<Table>()) }
-        .map_err(|why| format!("the linked C stack `{name}` cannot be used: {why}"))?;
+    let checked = unsafe { check(name, entry().cast::<Table>()) }.map_err(|why| {
+        RegisterError::LinkedTableRefused {
+            name: name.to_string(),
+            why: why.to_string(),
+        }
+    })?;
     let plugin = Plugin {
         name: Box::leak(name.to_owned().into_boxed_str()),
         loaded: Ok(checked),

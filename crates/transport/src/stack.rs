@@ -8,7 +8,7 @@
 
 use crate::address::PeerAddress;
 use crate::contract::{Acceptor, Channel, ListenOptions};
-use crate::error::TransportError;
+use crate::error::{RegisterError, TransportError};
 use ipc_matrix_spec::{StackName, StackTraits};
 use std::path::PathBuf;
 use std::sync::RwLock;
@@ -77,7 +77,7 @@ static STACKS: RwLock<Vec<Entry>> = RwLock::new(Vec::new());
 
 /// Registers `stack` for this process's cells and peers, under its name. Refused when the
 /// name is ill-formed, a built-in transport's, or registered already.
-pub fn register_stack(stack: &'static dyn Stack) -> Result<StackName, String> {
+pub fn register_stack(stack: &'static dyn Stack) -> Result<StackName, RegisterError> {
     register_stack_from(stack, None)
 }
 
@@ -85,7 +85,7 @@ pub fn register_stack(stack: &'static dyn Stack) -> Result<StackName, String> {
 pub(crate) fn register_stack_from(
     stack: &'static dyn Stack,
     library: Option<Library>,
-) -> Result<StackName, String> {
+) -> Result<StackName, RegisterError> {
     let name = StackName::register(stack.name(), stack.traits())?;
     STACKS
         .write()

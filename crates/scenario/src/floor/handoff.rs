@@ -57,7 +57,7 @@ impl Line {
         ready: impl Fn(u32) -> bool,
         wait: Wait,
         give_up: &dyn Fn() -> bool,
-    ) -> Result<u32, String> {
+    ) -> Result<u32, ProbeError> {
         let mut spins = 0u32;
         loop {
             let seen = self.count.load(Ordering::Acquire);
@@ -82,7 +82,7 @@ impl Line {
                 }
             }
             if give_up() {
-                return Err("the other side stopped answering".into());
+                return Err(ProbeError::Stopped);
             }
         }
     }
@@ -129,7 +129,7 @@ impl Direction {
         cursor: &mut Cursor,
         wait: Wait,
         give_up: &dyn Fn() -> bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), ProbeError> {
         let n = cursor.next;
         if n.wrapping_sub(cursor.taken_seen) >= RING {
             cursor.taken_seen =
@@ -166,7 +166,7 @@ impl Direction {
         cursor: &mut Cursor,
         wait: Wait,
         give_up: &dyn Fn() -> bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), ProbeError> {
         let n = cursor.next;
         self.published
             .wait_until(|published| published != n, wait, give_up)?;
@@ -188,7 +188,7 @@ pub(super) fn echo_chunks(
     (from, to): (&mut Cursor, &mut Cursor),
     wait: Wait,
     give_up: &dyn Fn() -> bool,
-) -> Result<(), String> {
+) -> Result<(), ProbeError> {
     for start in (0..len).step_by(CHUNK) {
         let chunk = (len - start).min(CHUNK);
         let n = from.next;
@@ -226,7 +226,7 @@ pub(super) fn exchange_chunks(
     (to, from): (&mut Cursor, &mut Cursor),
     wait: Wait,
     give_up: &dyn Fn() -> bool,
-) -> Result<(), String> {
+) -> Result<(), ProbeError> {
     let total = request.len().div_ceil(CHUNK);
     let (mut sent, mut got) = (0, 0);
     while got < total {
@@ -252,7 +252,7 @@ pub(super) fn exchange_chunks(
 /// responder, and out of those; each chunk published on a cache line of its own, a long
 /// payload streamed through a ring of chunks, the reply's first chunks coming back while
 /// the request's last ones are still being written.
-pub(super) fn handoff(len: usize, peer_cpu: usize, wait: Wait) -> Result<OpenProbe, String> {
+pub(super) fn handoff(len: usize, peer_cpu: usize, wait: Wait) -> Result<OpenProbe, ProbeError> {
     let request_way = Arc::new(Direction::new(len));
     let reply_way = Arc::new(Direction::new(len));
     let stop = Arc::new(AtomicBool::new(false));

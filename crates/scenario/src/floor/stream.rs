@@ -32,7 +32,7 @@ pub(super) fn stream_ping_pong<R, W, S>(
     peer_cpu: usize,
     (mut rx, mut tx): (R, W),
     mut theirs: S,
-) -> Result<OpenProbe, String>
+) -> Result<OpenProbe, ProbeError>
 where
     R: Read + Send + 'static,
     W: Write + Send + 'static,
@@ -57,7 +57,10 @@ where
             }
             theirs
                 .write_all(&buf)
-                .map_err(|e| format!("responder write: {e}"))?;
+                .map_err(|source| ProbeError::Responder {
+                    doing: "write",
+                    source,
+                })?;
         }
     });
     let request = vec![0x5au8; len];
@@ -65,8 +68,16 @@ where
     Ok(OpenProbe {
         responder,
         one: Box::new(move |_| {
-            tx.write_all(&request).map_err(|e| format!("write: {e}"))?;
-            rx.read_exact(&mut reply).map_err(|e| format!("read: {e}"))
+            tx.write_all(&request)
+                .map_err(|source| ProbeError::RoundTrip {
+                    doing: "write",
+                    source,
+                })?;
+            rx.read_exact(&mut reply)
+                .map_err(|source| ProbeError::RoundTrip {
+                    doing: "read",
+                    source,
+                })
         }),
         stop: Box::new(move || stop.store(true, Ordering::Relaxed)),
     })
@@ -78,26 +89,38 @@ where
 pub(super) fn waits_on(
     e: &std::io::Error,
     stopped: &AtomicBool,
-    doing: &str,
-) -> Result<bool, String> {
+    doing: &'static str,
+) -> Result<bool, ProbeError> {
     match ipc_matrix_transport::is_retry(e) {
         true => Ok(!stopped.load(Ordering::Relaxed)),
-        false => Err(format!("responder {doing}: {e}")),
+        false => Err(ProbeError::Responder {
+            doing,
+            source: again(e),
+        }),
+    }
+}
+
+/// `e` once more, for an error to keep (an `io::Error` is not `Clone`): the same OS
+/// error, or one of the same kind and text.
+fn again(e: &std::io::Error) -> std::io::Error {
+    match e.raw_os_error() {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => std::io::Error::new(e.kind(), e.to_string()),
     }
 }
 
 /// Ping-pong of one datagram each way; closing sends the empty datagram that says
 /// goodbye.
-pub(super) fn udp_ping_pong(len: usize, peer_cpu: usize) -> Result<OpenProbe, String> {
-    let ours = std::net::UdpSocket::bind("127.0.0.1:0").map_err(text)?;
-    let theirs = std::net::UdpSocket::bind("127.0.0.1:0").map_err(text)?;
-    ours.connect(theirs.local_addr().map_err(text)?)
-        .map_err(text)?;
+pub(super) fn udp_ping_pong(len: usize, peer_cpu: usize) -> Result<OpenProbe, ProbeError> {
+    let ours = std::net::UdpSocket::bind("127.0.0.1:0").map_err(ProbeError::Setup)?;
+    let theirs = std::net::UdpSocket::bind("127.0.0.1:0").map_err(ProbeError::Setup)?;
+    ours.connect(theirs.local_addr().map_err(ProbeError::Setup)?)
+        .map_err(ProbeError::Setup)?;
     theirs
-        .connect(ours.local_addr().map_err(text)?)
-        .map_err(text)?;
+        .connect(ours.local_addr().map_err(ProbeError::Setup)?)
+        .map_err(ProbeError::Setup)?;
     for (s, read) in [(&ours, CALL_TIMEOUT), (&theirs, RESPONDER_WAKE)] {
-        s.set_read_timeout(Some(read)).map_err(text)?;
+        s.set_read_timeout(Some(read)).map_err(ProbeError::Setup)?;
     }
     let stop = Arc::new(AtomicBool::new(false));
     let stopped = stop.clone();
@@ -116,20 +139,35 @@ pub(super) fn udp_ping_pong(len: usize, peer_cpu: usize) -> Result<OpenProbe, St
             }
             theirs
                 .send(&buf[..got])
-                .map_err(|e| format!("responder send: {e}"))?;
+                .map_err(|source| ProbeError::Responder {
+                    doing: "send",
+                    source,
+                })?;
         }
     });
-    let goodbye = ours.try_clone().map_err(text)?;
+    let goodbye = ours.try_clone().map_err(ProbeError::Setup)?;
     let request = vec![0x5au8; len.max(1)];
     let mut reply = vec![0u8; len.max(1)];
     Ok(OpenProbe {
         responder,
         one: Box::new(move |_| {
-            ours.send(&request).map_err(|e| format!("send: {e}"))?;
-            let got = ours.recv(&mut reply).map_err(|e| format!("recv: {e}"))?;
+            ours.send(&request)
+                .map_err(|source| ProbeError::RoundTrip {
+                    doing: "send",
+                    source,
+                })?;
+            let got = ours
+                .recv(&mut reply)
+                .map_err(|source| ProbeError::RoundTrip {
+                    doing: "recv",
+                    source,
+                })?;
             match got == request.len() {
                 true => Ok(()),
-                false => Err(format!("a reply of {got} bytes to {}", request.len())),
+                false => Err(ProbeError::ShortReply {
+                    got,
+                    sent: request.len(),
+                }),
             }
         }),
         stop: Box::new(move || {

@@ -200,7 +200,7 @@ fn the_handoff_echoes_every_byte_through_its_pipeline() {
                             &give_up,
                         )?;
                     }
-                    Ok::<(), String>(())
+                    Ok::<(), ProbeError>(())
                 })
             };
             let (mut to, mut from) = (Cursor::default(), Cursor::default());

@@ -29,7 +29,50 @@ pub(super) fn median(mut samples: Vec<u64>) -> Option<(u64, u64)> {
     samples.get(samples.len() / 2).map(|&p50| (p50, count))
 }
 
-pub(super) type ProbeResult = Result<Vec<u64>, String>;
+pub(super) type ProbeResult = Result<Vec<u64>, ProbeError>;
+
+/// Why a probe failed: its set-up, a round trip, its deadline, its responder thread, or
+/// a block of it between a cell's round trips.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ProbeError {
+    /// Making its sockets or pipes.
+    #[error("{0}")]
+    Setup(#[source] std::io::Error),
+    /// A round trip's `doing` (write, read, send, recv) failed.
+    #[error("{doing}: {source}")]
+    RoundTrip {
+        doing: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A datagram reply of `got` bytes to a request of `sent`.
+    #[error("a reply of {got} bytes to {sent}")]
+    ShortReply { got: usize, sent: usize },
+    /// A shared-memory wait that was told to give up.
+    #[error("the other side stopped answering")]
+    Stopped,
+    #[error("the warm-up outlasted the probe's deadline")]
+    WarmupOutlasted,
+    #[error("the probe outlasted its deadline")]
+    Outlasted,
+    #[error("pinning the responder: {0}")]
+    Pinning(#[source] std::io::Error),
+    /// The responder's `doing` (read, recv, write, send) failed.
+    #[error("responder {doing}: {source}")]
+    Responder {
+        doing: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the responder panicked")]
+    ResponderPanicked,
+    /// A block of a probe that was not opened.
+    #[error("the probe is not open")]
+    NotOpen,
+    /// A block of the spin probe, whose busy-polling peer could not be stopped.
+    #[error("the peer could not be stopped for the floor")]
+    PeerNotStopped,
+}
 
 /// How many round trips a probe runs, and until when.
 #[derive(Clone, Copy)]
@@ -53,11 +96,11 @@ impl Rounds {
 }
 
 /// One round trip of a probe; the argument says when to stop waiting for the responder.
-pub(super) type RoundTrip = Box<dyn FnMut(&dyn Fn() -> bool) -> Result<(), String> + Send>;
+pub(super) type RoundTrip = Box<dyn FnMut(&dyn Fn() -> bool) -> Result<(), ProbeError> + Send>;
 
 /// A probe whose responder runs: timed in one go or in blocks, then closed.
 pub(super) struct OpenProbe {
-    pub(super) responder: std::thread::JoinHandle<Result<(), String>>,
+    pub(super) responder: std::thread::JoinHandle<Result<(), ProbeError>>,
     /// One round trip; `give_up` says when to stop waiting for the responder.
     pub(super) one: RoundTrip,
     /// Tells the responder to stop, once `one` (and the ends it holds) is dropped.
@@ -73,15 +116,11 @@ impl OpenProbe {
         time_round_trips(rounds, || one(&give_up))
     }
 
-    pub(super) fn close(self) -> Result<(), String> {
+    pub(super) fn close(self) -> Result<(), ProbeError> {
         drop(self.one);
         (self.stop)();
         joined(self.responder)
     }
-}
-
-pub(super) fn text(e: impl std::fmt::Display) -> String {
-    e.to_string()
 }
 
 /// Times `one` round trip after round trip: the warm-up untimed (or as much as fits in
@@ -89,7 +128,7 @@ pub(super) fn text(e: impl std::fmt::Display) -> String {
 /// [`MIN_ROUND_TRIPS`]), each timed by its own two clock reads as a cell's.
 pub(super) fn time_round_trips(
     rounds: Rounds,
-    mut one: impl FnMut() -> Result<(), String>,
+    mut one: impl FnMut() -> Result<(), ProbeError>,
 ) -> ProbeResult {
     let deadline = rounds.deadline;
     let warmup_ends = Instant::now() + WARMUP_BUDGET;
@@ -97,7 +136,7 @@ pub(super) fn time_round_trips(
         one()?;
         let now = Instant::now();
         if now > deadline {
-            return Err("the warm-up outlasted the probe's deadline".into());
+            return Err(ProbeError::WarmupOutlasted);
         }
         if now > warmup_ends {
             break;
@@ -111,7 +150,7 @@ pub(super) fn time_round_trips(
         let ended = Instant::now();
         samples.push((ended - started).as_nanos() as u64);
         if ended > deadline {
-            return Err("the probe outlasted its deadline".into());
+            return Err(ProbeError::Outlasted);
         }
         if ended > budget_ends && samples.len() as u64 >= MIN_ROUND_TRIPS {
             break;
@@ -123,16 +162,16 @@ pub(super) fn time_round_trips(
 /// Runs `serve` on a thread pinned to `cpu`; its error, if any, is returned by `join`.
 pub(super) fn responder(
     cpu: usize,
-    serve: impl FnOnce() -> Result<(), String> + Send + 'static,
-) -> std::thread::JoinHandle<Result<(), String>> {
+    serve: impl FnOnce() -> Result<(), ProbeError> + Send + 'static,
+) -> std::thread::JoinHandle<Result<(), ProbeError>> {
     std::thread::spawn(move || {
-        set_thread_cpus(&[cpu]).map_err(|e| format!("pinning the responder: {e}"))?;
+        set_thread_cpus(&[cpu]).map_err(ProbeError::Pinning)?;
         serve()
     })
 }
 
-pub(super) fn joined(handle: std::thread::JoinHandle<Result<(), String>>) -> Result<(), String> {
-    handle
-        .join()
-        .map_err(|_| "the responder panicked".to_string())?
+pub(super) fn joined(
+    handle: std::thread::JoinHandle<Result<(), ProbeError>>,
+) -> Result<(), ProbeError> {
+    handle.join().map_err(|_| ProbeError::ResponderPanicked)?
 }

@@ -7,9 +7,9 @@ use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
 use crate::failure::{
     channel_of, expect_clean_exit, expect_running_before_goodbye, peer_epilogue, setup_failure,
-    transport_failure_kind, STARTED,
+    transport_failure_kind, GoodbyeError, STARTED,
 };
-use crate::peer::{before_reply, PeerConfig};
+use crate::peer::{before_reply, ConfigError, LoanedEchoError, PeerConfig, PeerError};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_codec::FrameCodec;
@@ -318,7 +318,7 @@ fn goodbye(
     let deadline = Instant::now() + GOODBYE_WITHIN;
     let said = channel
         .send(&[], deadline)
-        .map_err(|e| format!("goodbye not delivered: {e}"));
+        .map_err(GoodbyeError::NotDelivered);
     expect_clean_exit(peer, said, deadline)?;
     // The peer is gone: a stream reads its end at once, a datagram socket only what
     // was already sent.
@@ -355,7 +355,7 @@ fn broken(doing: &str, e: TransportError) -> Broken {
 
 /// The peer's side: echo every message (decoded and encoded again for a codec cell)
 /// until an empty one says goodbye, committing the fault asked for.
-pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
+pub(crate) fn serve(config: &PeerConfig) -> Result<(), PeerError> {
     let mut channel = config.connect()?;
     if config.echoes_as_it_receives {
         return echo_as_received(config, channel.as_mut());
@@ -371,14 +371,19 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
         PeerCounting::open(config.count, index);
         channel
             .recv(&mut message, config.limit, deadline)
-            .map_err(|e| format!("message {index}: {e}"))?;
+            .map_err(|source| PeerError::Receiving { index, source })?;
         if message.is_empty() {
             return goodbye_after(config, &*channel, index);
         }
         if let Some(codec) = config.codec {
             let frame = codec
                 .decode(&message)
-                .map_err(|e| format!("message {index} is not a {codec} sensor frame: {e}"))?;
+                .map_err(|source| PeerError::NotAFrame {
+                    what: "message",
+                    index,
+                    codec,
+                    source,
+                })?;
             codec.encode(&frame, &mut message);
         }
         before_reply(config);
@@ -387,7 +392,7 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
         }
         channel
             .send(&message, deadline)
-            .map_err(|e| format!("reply {index}: {e}"))?;
+            .map_err(|source| PeerError::Replying { index, source })?;
         PeerCounting::close(config.count, index);
     }
     Ok(())
@@ -396,11 +401,11 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
 /// The goodbye came after `echoed` messages: fine when that is what the measuring side
 /// sends ([`PeerConfig::messages`]), or when `channel` may lose messages (and the measuring
 /// side asks again for a reply that was lost).
-fn goodbye_after(config: &PeerConfig, channel: &dyn Channel, echoed: u64) -> Result<(), String> {
+fn goodbye_after(config: &PeerConfig, channel: &dyn Channel, echoed: u64) -> Result<(), PeerError> {
     match config.messages {
-        Some(sent) if sent != echoed && !channel.is_lossy() => Err(format!(
-            "the goodbye came after {echoed} messages, where the measuring side sends {sent}: the transport lost requests or made them up on the way"
-        )),
+        Some(sent) if sent != echoed && !channel.is_lossy() => {
+            Err(PeerError::GoodbyeAfter { echoed, sent })
+        }
         _ => Ok(()),
     }
 }
@@ -408,13 +413,9 @@ fn goodbye_after(config: &PeerConfig, channel: &dyn Channel, echoed: u64) -> Res
 /// The peer's side when it echoes as it receives ([`PeerConfig::echoes_as_it_receives`]):
 /// every message goes back through [`Channel::echo`] (over shared memory chunk by chunk,
 /// as it arrives) until an empty one says goodbye.
-fn echo_as_received(config: &PeerConfig, channel: &mut dyn Channel) -> Result<(), String> {
+fn echo_as_received(config: &PeerConfig, channel: &mut dyn Channel) -> Result<(), PeerError> {
     if config.needs_whole_messages() {
-        return Err(
-            "told to echo as it receives, yet a codec, a fault, a delay or extra \
-                    work needs each whole message first"
-                .into(),
-        );
+        return Err(ConfigError::EchoAsReceived.into());
     }
     let idle = config.idle_timeout;
     let mut scratch = Vec::new();
@@ -424,7 +425,7 @@ fn echo_as_received(config: &PeerConfig, channel: &mut dyn Channel) -> Result<()
         PeerCounting::open(config.count, index);
         let echoed = channel
             .echo(&mut scratch, config.limit, deadline)
-            .map_err(|e| format!("echoing message {index}: {e}"))?;
+            .map_err(|source| PeerError::Echoing { index, source })?;
         if echoed == 0 {
             return goodbye_after(config, &*channel, index);
         }
@@ -435,18 +436,12 @@ fn echo_as_received(config: &PeerConfig, channel: &mut dyn Channel) -> Result<()
 
 /// The peer's side when it echoes from loans ([`PeerConfig::echoes_from_loans`]): every
 /// message goes back through [`Loans::echo_loaned`] until an empty one says goodbye.
-fn echo_from_loans(config: &PeerConfig, channel: &mut dyn Channel) -> Result<(), String> {
+fn echo_from_loans(config: &PeerConfig, channel: &mut dyn Channel) -> Result<(), PeerError> {
     if config.works_on_whole_messages() {
-        return Err(
-            "told to echo from loans, yet a codec, a delay or extra work needs each whole \
-             message first"
-                .into(),
-        );
+        return Err(ConfigError::EchoFromLoans.into());
     }
     let chunk = channel.chunk_size();
-    let loans = channel
-        .loans()
-        .ok_or("told to echo from loans, but the transport has no loaned path")?;
+    let loans = channel.loans().ok_or(ConfigError::NoLoans)?;
     let idle = config.idle_timeout;
     for index in 0u64.. {
         // One clock read per message: the reply shares the request's deadline.
@@ -454,10 +449,13 @@ fn echo_from_loans(config: &PeerConfig, channel: &mut dyn Channel) -> Result<(),
         PeerCounting::open(config.count, index);
         let echoed = match config.fault.filter(|f| f.at == index) {
             Some(fault) => echo_loaned_with(fault, (loans, chunk), config.limit, deadline)
-                .map_err(|e| format!("echoing message {index} from loans: {e}"))?,
-            None => loans
-                .echo_loaned(config.limit, deadline)
-                .map_err(|e| format!("echoing message {index} from loans: {e}"))?,
+                .map_err(|source| PeerError::EchoingFromLoans { index, source })?,
+            None => loans.echo_loaned(config.limit, deadline).map_err(|e| {
+                PeerError::EchoingFromLoans {
+                    index,
+                    source: e.into(),
+                }
+            })?,
         };
         if echoed == 0 {
             return goodbye_after(config, &*channel, index);
@@ -475,11 +473,8 @@ fn echo_loaned_with(
     (loans, chunk): (&mut dyn Loans, Option<usize>),
     limit: usize,
     deadline: Instant,
-) -> Result<usize, String> {
-    let mut message = loans
-        .borrow(limit, deadline)
-        .map_err(|e| e.to_string())?
-        .to_vec();
+) -> Result<usize, LoanedEchoError> {
+    let mut message = loans.borrow(limit, deadline)?.to_vec();
     loans.release();
     if message.is_empty() {
         return Ok(0);
@@ -489,11 +484,9 @@ fn echo_loaned_with(
     loans.cancel();
     loans
         .loan(message.len(), deadline)
-        .map_err(|e| format!("loaning the reply: {e}"))?
+        .map_err(LoanedEchoError::Loaning)?
         .copy_from_slice(&message);
-    loans
-        .commit(deadline)
-        .map_err(|e| format!("sending the reply: {e}"))?;
+    loans.commit(deadline).map_err(LoanedEchoError::Sending)?;
     Ok(message.len())
 }
 
@@ -668,7 +661,7 @@ mod tests {
             channel
                 .exchange(&[], &mut reply, 1 << 20, deadline)
                 .unwrap();
-            assert_eq!(peer.join().unwrap(), Ok(()));
+            peer.join().unwrap().unwrap();
         }
         let acceptor = listen(
             ChannelKind::Shm,
@@ -683,6 +676,13 @@ mod tests {
         config.echoes_as_it_receives = true;
         config.fault = Some(Fault::new(FaultKind::Truncate, 0));
         let refused = serve(&config).unwrap_err();
-        assert!(refused.contains("told to echo as it receives"), "{refused}");
+        assert!(
+            matches!(refused, PeerError::Config(ConfigError::EchoAsReceived)),
+            "{refused}"
+        );
+        assert!(
+            refused.to_string().contains("told to echo as it receives"),
+            "{refused}"
+        );
     }
 }

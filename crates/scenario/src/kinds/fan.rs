@@ -18,7 +18,7 @@ use crate::counting::PeerCounting;
 use crate::failure::{
     channel_of, expect_running_before_goodbye, peer_epilogue, setup_failure, transport_failure_kind,
 };
-use crate::peer::{monotonic_ns, PeerConfig, ACK_BYTES};
+use crate::peer::{monotonic_ns, ConfigError, PeerConfig, PeerError, ACK_BYTES};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_codec::{Codec, FrameCodec, SensorFrame};
 use ipc_matrix_results::{Failure, FailureKind};
@@ -439,11 +439,14 @@ pub(crate) fn fan_in(
 }
 
 /// The peer's side: the part its role gives it, with the cell's codec.
-pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
+pub(crate) fn serve(config: &PeerConfig) -> Result<(), PeerError> {
     let mut channel = config.connect()?;
     let role: Role = config.role()?;
     let Some(codec) = config.codec else {
-        return Err(format!("role {role:?} needs a codec"));
+        return Err(ConfigError::NoCodec {
+            role: format!("{role:?}"),
+        }
+        .into());
     };
     match role {
         Role::Subscriber { seed, payload } => {
@@ -471,7 +474,7 @@ fn subscribe(
     codec: Codec,
     seed: u64,
     payload: usize,
-) -> Result<(), String> {
+) -> Result<(), PeerError> {
     let mut expected = SensorFrame::sample(seed, 0, payload);
     let mut message = Vec::new();
     for index in 0u64.. {
@@ -481,18 +484,23 @@ fn subscribe(
         PeerCounting::open(config.count, index);
         channel
             .recv(&mut message, config.limit, deadline)
-            .map_err(|e| format!("frame {index}: {e}"))?;
+            .map_err(|source| PeerError::ReceivingFrame { index, source })?;
         if message.is_empty() {
             return Ok(());
         }
         let arrived = monotonic_ns();
         let frame = codec
             .decode(&message)
-            .map_err(|e| format!("frame {index} is not a {codec} sensor frame: {e}"))?;
+            .map_err(|source| PeerError::NotAFrame {
+                what: "frame",
+                index,
+                codec,
+                source,
+            })?;
         expected.header.sequence = frame.header.sequence;
         expected.header.sent_at_ns = frame.header.sent_at_ns;
         if let Some(difference) = expected.first_difference(&frame) {
-            return Err(format!("frame {index} differs at {difference}"));
+            return Err(PeerError::FrameDiffers { index, difference });
         }
         let mut ack = frame.header.sequence.to_le_bytes().to_vec();
         ack.extend_from_slice(
@@ -505,7 +513,7 @@ fn subscribe(
         }
         channel
             .send(&ack, deadline)
-            .map_err(|e| format!("acknowledging frame {index}: {e}"))?;
+            .map_err(|source| PeerError::Acknowledging { index, source })?;
         PeerCounting::close(config.count, index);
     }
     Ok(())
@@ -518,7 +526,7 @@ fn publish(
     codec: Codec,
     (seed, payload, source): (u64, usize, u32),
     frames: u64,
-) -> Result<(), String> {
+) -> Result<(), PeerError> {
     let mut frame = SensorFrame::sample(seed, 0, payload);
     frame.header.source_id = source;
     let mut encoded = Vec::new();
@@ -532,10 +540,13 @@ fn publish(
         }
         channel
             .send(&encoded, Instant::now() + config.idle_timeout)
-            .map_err(|e| format!("sending frame {sequence}: {e}"))?;
+            .map_err(|source| PeerError::SendingFrame {
+                index: sequence,
+                source,
+            })?;
         PeerCounting::close(config.count, sequence);
     }
     channel
         .send(&[], Instant::now() + config.idle_timeout)
-        .map_err(|e| format!("saying goodbye: {e}"))
+        .map_err(PeerError::SayingGoodbye)
 }

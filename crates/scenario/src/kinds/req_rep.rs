@@ -6,9 +6,11 @@
 
 use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
-use crate::failure::{expect_clean_exit, expect_running_before_goodbye, setup_failure, STARTED};
+use crate::failure::{
+    expect_clean_exit, expect_running_before_goodbye, setup_failure, GoodbyeError, STARTED,
+};
 use crate::fault::Fault;
-use crate::peer::{before_reply, PeerConfig};
+use crate::peer::{before_reply, ConfigError, PeerConfig, PeerError, RequestWaitError};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use ipc_matrix_results::{Failure, FailureKind};
@@ -26,11 +28,11 @@ const REPLY_SLACK: usize = 1024;
 const PEER_LINGER_MS: i32 = 1000;
 
 /// The endpoint a peer address stands for.
-pub fn endpoint(address: &PeerAddress) -> Result<String, String> {
+pub fn endpoint(address: &PeerAddress) -> Result<String, ConfigError> {
     match address.socket() {
         Some(SocketEndpoint::Tcp(addr)) => Ok(format!("tcp://{addr}")),
         Some(SocketEndpoint::Unix(path)) => Ok(format!("ipc://{}", path.display())),
-        None => Err(format!("ZeroMQ runs over tcp or ipc, not {address:?}")),
+        None => Err(ConfigError::NotZmq(address.clone())),
     }
 }
 
@@ -81,7 +83,7 @@ pub(crate) fn req_rep(
                 .map_err(|e| setup_failure(format!("creating a private directory: {e}")))?;
             let path = dir.path().join(SOCKET);
             let address = PeerAddress::Local { path };
-            let endpoint = endpoint(&address).map_err(setup_failure)?;
+            let endpoint = endpoint(&address).map_err(|e| setup_failure(e.to_string()))?;
             socket
                 .bind(&endpoint)
                 .map_err(|e| zmq_setup(&format!("binding {endpoint}"), e))?;
@@ -194,7 +196,7 @@ impl Endpoint for ZmqEndpoint {
                     .map(|_| ())
                     .map_err(|e| (FailureKind::Shutdown, e.to_string()))
             })
-            .map_err(|(_, e)| format!("goodbye not answered: {e}"));
+            .map_err(|(_, e)| GoodbyeError::NotAnswered(e));
         expect_clean_exit(&mut self.peer, said, deadline)
     }
 }
@@ -244,32 +246,30 @@ fn wait_for(
 }
 
 /// The peer's side: a REP socket that connects and echoes until an empty message.
-pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
+pub(crate) fn serve(config: &PeerConfig) -> Result<(), PeerError> {
     let endpoint = endpoint(&config.address)?;
     let context = zmq::Context::new();
-    let socket = context
-        .socket(zmq::REP)
-        .map_err(|e| format!("creating the REP socket: {e}"))?;
+    let socket = context.socket(zmq::REP).map_err(PeerError::ZmqSocket)?;
     let idle_ms = config.idle_timeout.as_millis().min(i32::MAX as u128) as i32;
     socket
         .set_linger(PEER_LINGER_MS)
         .and_then(|()| socket.set_maxmsgsize(config.limit as i64))
         .and_then(|()| socket.set_rcvtimeo(idle_ms))
         .and_then(|()| socket.set_sndtimeo(idle_ms))
-        .map_err(|e| format!("setting socket options: {e}"))?;
+        .map_err(PeerError::ZmqOptions)?;
     socket
         .connect(&endpoint)
-        .map_err(|e| format!("connecting to {endpoint}: {e}"))?;
+        .map_err(|source| PeerError::ZmqConnecting { endpoint, source })?;
     let fault: Option<Fault> = config.fault;
     for index in 0u64.. {
         PeerCounting::open(config.count, index);
         // The wait for the request is not counted (how often libzmq looks depends on when
         // it comes); taking it, once it is there, is.
         wait_for_request(&socket, config.idle_timeout)
-            .map_err(|e| format!("message {index}: {e}"))?;
+            .map_err(|source| PeerError::AwaitingRequest { index, source })?;
         let mut message = socket
             .recv_bytes(zmq::DONTWAIT)
-            .map_err(|e| format!("message {index}: {e}"))?;
+            .map_err(|source| PeerError::ZmqReceiving { index, source })?;
         let last = message.is_empty();
         if !last {
             before_reply(config);
@@ -280,7 +280,7 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
         }
         socket
             .send(message, 0)
-            .map_err(|e| format!("reply {index}: {e}"))?;
+            .map_err(|source| PeerError::ZmqReplying { index, source })?;
         PeerCounting::close(config.count, index);
         if last {
             return Ok(());
@@ -290,12 +290,12 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
 }
 
 /// The peer's wait for its next request, paused in the count; an error after `idle`.
-fn wait_for_request(socket: &zmq::Socket, idle: Duration) -> Result<(), String> {
+fn wait_for_request(socket: &zmq::Socket, idle: Duration) -> Result<(), RequestWaitError> {
     let deadline = Instant::now() + idle;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(format!("no request within {idle:?}"));
+            return Err(RequestWaitError::Idle(idle));
         }
         let slice = left.min(POLL_SLICE).as_millis().max(1) as i64;
         let polled = {
@@ -305,7 +305,7 @@ fn wait_for_request(socket: &zmq::Socket, idle: Duration) -> Result<(), String> 
         match polled {
             Ok(n) if n > 0 => return Ok(()),
             Ok(_) | Err(zmq::Error::EINTR) => {}
-            Err(e) => return Err(format!("polling: {e}")),
+            Err(e) => return Err(RequestWaitError::Polling(e)),
         }
     }
 }

@@ -7,10 +7,11 @@
 use crate::context::{RunOptions, Tally};
 use crate::counting::PeerCounting;
 use crate::failure::{
-    expect_clean_exit, expect_running_before_goodbye, peer_epilogue, setup_failure, STARTED,
+    expect_clean_exit, expect_running_before_goodbye, peer_epilogue, setup_failure, GoodbyeError,
+    STARTED,
 };
 use crate::fault::Fault;
-use crate::peer::{extra_work, spin_for, PeerConfig};
+use crate::peer::{extra_work, spin_for, ConfigError, PeerConfig, PeerError};
 use crate::round_trip::{self, Answer, Broken, Endpoint, Limits, Requests};
 use crate::spawn::{PeerProcess, GOODBYE_WITHIN};
 use capnp::capability::{Promise, Response};
@@ -44,11 +45,11 @@ fn reader_options(payload: usize) -> ReaderOptions {
     options
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+fn runtime() -> Result<tokio::runtime::Runtime, PeerError> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("starting the async runtime: {e}"))
+        .map_err(PeerError::Runtime)
 }
 
 /// The reading half of a connection, whichever kind of stream it is.
@@ -76,7 +77,7 @@ pub(crate) fn rpc(
     peer_cpu: Option<usize>,
     tally: &mut Tally,
 ) -> Result<(), Failure> {
-    let runtime = runtime().map_err(setup_failure)?;
+    let runtime = runtime().map_err(|e| setup_failure(e.to_string()))?;
     let local = LocalSet::new();
     let len = cell.payload_bytes as usize;
     let count = tally.peer_counting(cell.warmup);
@@ -287,17 +288,15 @@ impl Endpoint for RpcEndpoint {
         system.abort();
         let said = match disconnected {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(format!("disconnecting: {e}")),
-            Err(_) => Err(format!(
-                "the disconnect did not finish within {GOODBYE_WITHIN:?}"
-            )),
+            Ok(Err(e)) => Err(GoodbyeError::Disconnecting(e)),
+            Err(_) => Err(GoodbyeError::DisconnectTimedOut),
         };
         expect_clean_exit(peer, said, deadline)
     }
 }
 
 /// The peer's side: connect, serve `Echo` until the measuring side disconnects.
-pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
+pub(crate) fn serve(config: &PeerConfig) -> Result<(), PeerError> {
     let runtime = runtime()?;
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, async {
@@ -313,16 +312,11 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
                 Some(SocketEndpoint::Unix(path)) => tokio::net::UnixStream::connect(path)
                     .await
                     .map(|stream| vat_network(stream, Side::Server, config.limit)),
-                None => {
-                    return Err(format!(
-                        "rpc runs over tcp or a local socket, not {:?}",
-                        config.address
-                    ))
-                }
+                None => return Err(ConfigError::NotRpc(config.address.clone()).into()),
             };
             match connected {
                 Ok(network) => break network,
-                Err(e) if Instant::now() >= deadline => return Err(format!("connecting: {e}")),
+                Err(e) if Instant::now() >= deadline => return Err(PeerError::ConnectingSocket(e)),
                 Err(_) => tokio::time::sleep(Duration::from_millis(1)).await,
             }
         };
@@ -335,7 +329,7 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
         });
         RpcSystem::new(Box::new(network), Some(server.client))
             .await
-            .map_err(|e| format!("serving: {e}"))
+            .map_err(PeerError::Serving)
     })
 }
 
@@ -387,7 +381,7 @@ impl echo::Server for EchoServer {
                     // The Data field goes whole, inside the RPC system's own message.
                     fault
                         .commit(&mut damaged, None)
-                        .map_err(capnp::Error::failed)?;
+                        .map_err(|e| capnp::Error::failed(e.to_string()))?;
                     results.get().set_data(&damaged);
                     Ok(())
                 }

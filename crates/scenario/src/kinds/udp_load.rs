@@ -17,7 +17,7 @@ use crate::failure::{peer_epilogue, setup_failure};
 use crate::fault::{Fault, FaultKind};
 use crate::measure::Recorder;
 use crate::payload::pseudo_random_bytes;
-use crate::peer::{before_reply, PeerConfig};
+use crate::peer::{before_reply, PeerConfig, PeerError};
 use crate::second_host::{fragmentation_between, fragmentation_of};
 use crate::spawn::{describe, PeerProcess, GOODBYE_WITHIN};
 use crate::verify::compare;
@@ -517,21 +517,19 @@ struct Server {
 
 /// The peer's side: announce the socket's address on the control channel, echo with the
 /// role's threads until the goodbye, then report how many datagrams came in.
-pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
+pub(crate) fn serve(config: &PeerConfig) -> Result<(), PeerError> {
     let mut control = config.connect()?;
     let Server { threads, bind } = config.role()?;
     let idle = config.idle_timeout;
     let on = bind.unwrap_or(Ipv4Addr::LOCALHOST);
-    let socket = UdpSocket::bind((on, 0)).map_err(|e| format!("binding {on}:0: {e}"))?;
-    let address = socket
-        .local_addr()
-        .map_err(|e| format!("reading the address: {e}"))?;
+    let socket = UdpSocket::bind((on, 0)).map_err(|source| PeerError::Binding { on, source })?;
+    let address = socket.local_addr().map_err(PeerError::LocalAddress)?;
     socket
         .set_read_timeout(Some(POLL))
-        .map_err(|e| format!("setting the receive timeout: {e}"))?;
+        .map_err(PeerError::ReceiveTimeout)?;
     control
         .send(address.to_string().as_bytes(), Instant::now() + idle)
-        .map_err(|e| format!("announcing {address}: {e}"))?;
+        .map_err(|source| PeerError::Announcing { address, source })?;
     let state = ServerState::default();
     let outcome = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
@@ -540,20 +538,16 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
         let mut goodbye = Vec::new();
         let heard = control.recv(&mut goodbye, 0, Instant::now() + idle);
         state.stop.store(true, Ordering::Release);
-        let worker_errors: Vec<String> = workers
+        let worker_errors: Vec<PeerError> = workers
             .into_iter()
-            .filter_map(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err("a thread panicked".into()))
-                    .err()
-            })
+            .filter_map(|w| w.join().unwrap_or(Err(PeerError::ThreadPanicked)).err())
             .collect();
-        heard
-            .map_err(|e| format!("waiting for the goodbye: {e}"))
-            .and_then(|()| match worker_errors.first() {
-                Some(e) => Err(e.clone()),
+        heard.map_err(PeerError::AwaitingGoodbye).and_then(|()| {
+            match worker_errors.into_iter().next() {
+                Some(e) => Err(e),
                 None => Ok(()),
-            })
+            }
+        })
     });
     outcome?;
     control
@@ -561,7 +555,7 @@ pub(crate) fn serve(config: &PeerConfig) -> Result<(), String> {
             &state.received.load(Ordering::Acquire).to_le_bytes(),
             Instant::now() + idle,
         )
-        .map_err(|e| format!("reporting the count: {e}"))
+        .map_err(PeerError::ReportingCount)
 }
 
 /// What the peer's threads share.
@@ -579,7 +573,7 @@ fn echo_datagrams(
     socket: &UdpSocket,
     config: &PeerConfig,
     state: &ServerState,
-) -> Result<(), String> {
+) -> Result<(), PeerError> {
     let (limit, fault) = (config.limit, config.fault);
     let ServerState {
         stop,
@@ -591,7 +585,7 @@ fn echo_datagrams(
         let (n, from) = match socket.recv_from(&mut datagram) {
             Ok(got) => got,
             Err(e) if nothing_yet(&e) => continue,
-            Err(e) => return Err(format!("receiving: {e}")),
+            Err(e) => return Err(PeerError::ReceivingDatagram(e)),
         };
         let index = received.fetch_add(1, Ordering::AcqRel);
         if stalled.load(Ordering::Acquire) {

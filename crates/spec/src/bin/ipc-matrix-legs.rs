@@ -31,9 +31,10 @@ fn main() -> ExitCode {
             }
         }
     }
-    let printed = Spec::load(&matrix)
-        .map_err(|e| e.to_string())
-        .and_then(|spec| job_matrix(&spec));
+    let printed = match Spec::load(&matrix) {
+        Ok(spec) => job_matrix(&spec).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
     match printed {
         Ok(jobs) => {
             println!("{}", jobs.to_json());

@@ -13,6 +13,7 @@ use super::peer::{
 use super::subject::{
     exits_cleanly_on_the_goodbye, open, open_for, sizes_for, with_stderr, Subject,
 };
+use super::support::CheckFailure;
 use super::support::{
     bytes, compare, index_of, ordered, shown, HandMadeSegment, Peer, OP, PROMPT, SETUP,
 };
@@ -24,7 +25,7 @@ use std::time::{Duration, Instant};
 /// Every size from 0 to the limit comes back whole and unchanged. UDP: a reply that does
 /// not come within a second is asked for again (at most 3 times); a late reply to an
 /// earlier message is skipped; any other reply fails.
-pub(super) fn sizes(subject: Subject) -> Result<(), String> {
+pub(super) fn sizes(subject: Subject) -> Result<(), CheckFailure> {
     let (mut channel, mut peer) = open(subject, "echo")?;
     let limit = subject.limit();
     let mut sent: Vec<Vec<u8>> = Vec::new();
@@ -53,7 +54,7 @@ pub(super) fn sizes(subject: Subject) -> Result<(), String> {
                         continue 'resend
                     }
                     Err(e) => {
-                        return Err(format!("the reply to {what}: {e}"))
+                        return Err(violated!("the reply to {what}: {e}"))
                             .map_err(with_stderr(&mut peer))
                     }
                 }
@@ -78,7 +79,7 @@ pub(super) fn sizes(subject: Subject) -> Result<(), String> {
         .map_err(with_stderr(&mut peer))?;
     let expected = count_answer(sent.len() as u64, byte_sum);
     if reply != expected.as_bytes() {
-        return Err(format!(
+        return Err(violated!(
             "the peer was to answer {expected:?}; the answer: {}",
             shown(&reply)
         ));
@@ -92,13 +93,13 @@ pub(super) fn sizes(subject: Subject) -> Result<(), String> {
 /// ones it receives and says so, then sends them back as its own messages, which this
 /// side checks. Over shared memory these messages stream through in 2 to 4 chunks of a
 /// slot each (and the channel says so: `chunk_size`); over a stream they take many reads.
-pub(super) fn chunk_boundaries(subject: Subject) -> Result<(), String> {
+pub(super) fn chunk_boundaries(subject: Subject) -> Result<(), CheckFailure> {
     let (mut channel, mut peer) = open(subject, "chunks")?;
     // Shared memory says it cuts messages into slots; streams cut where the kernel does.
     // A user's stack cuts where it does.
     let chunk = (subject.kind == ChannelKind::Shm).then_some(SLOT);
     if !subject.is_stack() && channel.chunk_size() != chunk {
-        return Err(format!(
+        return Err(violated!(
             "the channel's chunk size is {:?}, not {chunk:?}",
             channel.chunk_size()
         ));
@@ -117,7 +118,7 @@ pub(super) fn chunk_boundaries(subject: Subject) -> Result<(), String> {
         .map_err(|e| format!("the peer's verdict: {e}"))
         .map_err(with_stderr(&mut peer))?;
     if buf != b"ok" {
-        return Err(format!("the peer's verdict: {}", shown(&buf)));
+        return Err(violated!("the peer's verdict: {}", shown(&buf)));
     }
     for (i, &len) in CHUNKED.iter().enumerate() {
         channel
@@ -136,7 +137,7 @@ pub(super) fn chunk_boundaries(subject: Subject) -> Result<(), String> {
 /// reply stream through at once, chunk by chunk); elsewhere they are the contract's
 /// defaults (send then recv; recv then send). UDP: not checked, a datagram's reply may be
 /// lost (the defaults are the same as a stream's).
-pub(super) fn exchange_echo(subject: Subject) -> Result<(), String> {
+pub(super) fn exchange_echo(subject: Subject) -> Result<(), CheckFailure> {
     let exchange_limit = subject.exchange_limit;
     let (mut channel, mut peer) = open_for(subject, "echoer", exchange_limit)?;
     let mut sizes = sizes_for(subject.limit());
@@ -162,12 +163,12 @@ pub(super) fn exchange_echo(subject: Subject) -> Result<(), String> {
         .map_err(|e| format!("the goodbye: {e}"))
         .map_err(with_stderr(&mut peer))?;
     if !reply.is_empty() {
-        return Err(format!("the goodbye left a {}-byte reply", reply.len()));
+        return Err(violated!("the goodbye left a {}-byte reply", reply.len()));
     }
     exits_cleanly_on_the_goodbye(&mut peer, "the peer")?;
     let after = Instant::now() + Duration::from_millis(100);
     match channel.recv(&mut reply, exchange_limit, after) {
-        Ok(()) => Err(format!(
+        Ok(()) => Err(violated!(
             "a {}-byte message after the goodbye: it was sent back",
             reply.len()
         )),
@@ -182,7 +183,7 @@ pub(super) fn exchange_echo(subject: Subject) -> Result<(), String> {
 /// request's slots are full and no reply chunk comes. Every other transport sends the
 /// whole request, then receives (the default), and gets its reply. A user's stack may do
 /// either: its reply must be the request, or its exchange a Timeout at the deadline.
-pub(super) fn exchange_with_a_late_peer(subject: Subject) -> Result<(), String> {
+pub(super) fn exchange_with_a_late_peer(subject: Subject) -> Result<(), CheckFailure> {
     let limit = subject.exchange_limit;
     let (mut channel, mut peer) = open_for(subject, "late-echo", limit)?;
     let request = bytes(0x1a7e, limit);
@@ -206,7 +207,7 @@ pub(super) fn exchange_with_a_late_peer(subject: Subject) -> Result<(), String> 
         Ok(()) if subject.is_stack() && took < wait + PROMPT => {
             compare("the late peer's reply", &request, &reply)
         }
-        other => Err(format!(
+        other => Err(violated!(
             "expected a Timeout at the deadline, {wait:?} away; got {other:?} after {took:?}"
         ))
         .map_err(with_stderr(&mut peer)),
@@ -218,7 +219,7 @@ pub(super) fn exchange_with_a_late_peer(subject: Subject) -> Result<(), String> 
 /// UDP: back to back would overflow the receiving socket by design, so each message is a
 /// round trip; a lost reply is counted (at most 10), and the replies that arrive must carry
 /// strictly increasing indices and exactly their message's bytes.
-pub(super) fn ordering(subject: Subject) -> Result<(), String> {
+pub(super) fn ordering(subject: Subject) -> Result<(), CheckFailure> {
     if subject.lossy() {
         return ordering_lossy(subject);
     }
@@ -236,7 +237,7 @@ pub(super) fn ordering(subject: Subject) -> Result<(), String> {
         .map_err(|e| format!("the peer's verdict: {e}"))
         .map_err(with_stderr(&mut peer))?;
     if buf != b"ok" {
-        return Err(format!("the peer received: {}", shown(&buf)));
+        return Err(violated!("the peer received: {}", shown(&buf)));
     }
     for i in 0..ORDERED {
         channel
@@ -248,7 +249,7 @@ pub(super) fn ordering(subject: Subject) -> Result<(), String> {
     Ok(())
 }
 
-fn ordering_lossy(subject: Subject) -> Result<(), String> {
+fn ordering_lossy(subject: Subject) -> Result<(), CheckFailure> {
     const MAX_LOST: u64 = 10;
     let (mut channel, mut peer) = open(subject, "echo")?;
     let limit = subject.limit();
@@ -266,7 +267,7 @@ fn ordering_lossy(subject: Subject) -> Result<(), String> {
                 Ok(()) => {
                     let j = index_of(&buf).ok_or("a reply shorter than an index")?;
                     if j > i || last.is_some_and(|l| j <= l) {
-                        return Err(format!(
+                        return Err(violated!(
                             "round trip {i}: a reply to message {j} after one to {last:?}"
                         ));
                     }
@@ -279,12 +280,12 @@ fn ordering_lossy(subject: Subject) -> Result<(), String> {
                 Err(TransportError::Timeout { .. }) => {
                     lost += 1;
                     if lost > MAX_LOST {
-                        return Err(format!("{lost} replies lost by round trip {i}"));
+                        return Err(violated!("{lost} replies lost by round trip {i}"));
                     }
                     break;
                 }
                 Err(e) => {
-                    return Err(format!("round trip {i}: {e}")).map_err(with_stderr(&mut peer))
+                    return Err(violated!("round trip {i}: {e}")).map_err(with_stderr(&mut peer))
                 }
             }
         }
@@ -293,7 +294,7 @@ fn ordering_lossy(subject: Subject) -> Result<(), String> {
 }
 
 /// A receive with nothing coming returns Timeout at its deadline, promptly.
-pub(super) fn receive_deadline(subject: Subject) -> Result<(), String> {
+pub(super) fn receive_deadline(subject: Subject) -> Result<(), CheckFailure> {
     let (mut channel, mut peer) = open(subject, "stall")?;
     let wait = Duration::from_millis(200);
     let start = Instant::now();
@@ -301,10 +302,10 @@ pub(super) fn receive_deadline(subject: Subject) -> Result<(), String> {
     let took = start.elapsed();
     match result {
         Err(TransportError::Timeout { .. }) if took >= wait && took < wait + PROMPT => Ok(()),
-        Err(TransportError::Timeout { .. }) => Err(format!(
+        Err(TransportError::Timeout { .. }) => Err(violated!(
             "Timeout after {took:?}, for a deadline {wait:?} away"
         )),
-        other => Err(format!("expected Timeout, got {other:?} after {took:?}"))
+        other => Err(violated!("expected Timeout, got {other:?} after {took:?}"))
             .map_err(with_stderr(&mut peer)),
     }
 }
@@ -312,7 +313,7 @@ pub(super) fn receive_deadline(subject: Subject) -> Result<(), String> {
 /// A send into a channel whose reader stalls returns Timeout at its deadline once the
 /// channel is full (after at most 256 MiB). UDP: the reader's socket drops what it cannot
 /// hold, so no send waits: each must return by its deadline, and none may be a Timeout.
-pub(super) fn send_deadline(subject: Subject) -> Result<(), String> {
+pub(super) fn send_deadline(subject: Subject) -> Result<(), CheckFailure> {
     let (mut channel, mut peer) = open(subject, "stall")?;
     let wait = Duration::from_millis(300);
     if subject.lossy() {
@@ -322,7 +323,7 @@ pub(super) fn send_deadline(subject: Subject) -> Result<(), String> {
             let result = channel.send(&datagram, start + wait);
             let took = start.elapsed();
             if result.is_err() || took > wait + PROMPT {
-                return Err(format!("datagram {i}: {result:?} after {took:?}"));
+                return Err(violated!("datagram {i}: {result:?} after {took:?}"));
             }
         }
         return Ok(());
@@ -338,7 +339,7 @@ pub(super) fn send_deadline(subject: Subject) -> Result<(), String> {
                 return Ok(())
             }
             other => {
-                return Err(format!(
+                return Err(violated!(
                     "send {i}: expected Ok or Timeout, got {other:?} after {took:?}"
                 ))
                 .map_err(with_stderr(&mut peer))
@@ -352,7 +353,7 @@ pub(super) fn send_deadline(subject: Subject) -> Result<(), String> {
 /// deadline, and sends fail within PROMPT too. UDP: the dead peer's port is noticed
 /// through the ICMP error a datagram sent to it causes, so each probe is a send and
 /// then a short receive.
-pub(super) fn peer_death(subject: Subject) -> Result<(), String> {
+pub(super) fn peer_death(subject: Subject) -> Result<(), CheckFailure> {
     let (mut channel, mut peer) = open(subject, "die")?;
     channel
         .send(b"die", Instant::now() + OP)
@@ -372,7 +373,7 @@ pub(super) fn peer_death(subject: Subject) -> Result<(), String> {
                 break;
             }
             if !matches!(result, Err(TransportError::Timeout { .. })) || start.elapsed() > PROMPT {
-                return Err(format!(
+                return Err(violated!(
                     "after the peer's death: {result:?} after {:?}",
                     start.elapsed()
                 ));
@@ -382,7 +383,7 @@ pub(super) fn peer_death(subject: Subject) -> Result<(), String> {
         let result = channel.recv(&mut buf, subject.limit(), Instant::now() + OP);
         let took = start.elapsed();
         if !gone(&result) || took > PROMPT {
-            return Err(format!(
+            return Err(violated!(
                 "a receive after the peer's death: {result:?} after {took:?}"
             ));
         }
@@ -394,7 +395,7 @@ pub(super) fn peer_death(subject: Subject) -> Result<(), String> {
                 break;
             }
             if result.is_err() || sending.elapsed() > PROMPT {
-                return Err(format!(
+                return Err(violated!(
                     "sends after the peer's death: {result:?} after {:?}",
                     sending.elapsed()
                 ));
@@ -404,7 +405,7 @@ pub(super) fn peer_death(subject: Subject) -> Result<(), String> {
     use std::os::unix::process::ExitStatusExt;
     match peer.wait_exit(PROMPT) {
         Some(status) if status.signal() == Some(libc::SIGKILL) => Ok(()),
-        other => Err(format!(
+        other => Err(violated!(
             "the peer was to die of SIGKILL: {other:?}, {}",
             peer.finish()
         )),
@@ -416,7 +417,7 @@ pub(super) fn peer_death(subject: Subject) -> Result<(), String> {
 /// made room up to the limit), while one of exactly the limit is received. Stream
 /// transports: the peer writes frames by hand and announces 2^60 bytes. Shared memory,
 /// UDP and users' stacks: the peer sends limit + 1 bytes.
-pub(super) fn oversized_refused(subject: Subject) -> Result<(), String> {
+pub(super) fn oversized_refused(subject: Subject) -> Result<(), CheckFailure> {
     let (mut channel, mut peer) = open(subject, "liar")?;
     let mut buf = Vec::new();
     channel
@@ -445,7 +446,7 @@ pub(super) fn oversized_refused(subject: Subject) -> Result<(), String> {
         {
             Ok(())
         }
-        other => Err(format!(
+        other => Err(violated!(
             "expected TooLarge {{ announced: {expected}, limit: {LIE_LIMIT} }} with at most \
              {allowed} bytes allocated, got {other:?} with {} bytes allocated",
             fresh.capacity()
@@ -458,7 +459,7 @@ pub(super) fn oversized_refused(subject: Subject) -> Result<(), String> {
 /// says why and exits; it does not crash. The header of the reported defect (a 4096-byte
 /// segment, 2^31 slots of 4294967280 bytes: 64-bit sizes that wrap around to 4096) is the
 /// first case; a header that fits is accepted.
-pub(super) fn hostile_header_refused(subject: Subject) -> Result<(), String> {
+pub(super) fn hostile_header_refused(subject: Subject) -> Result<(), CheckFailure> {
     let cases: [(usize, u32, u32, Option<&str>); 5] = [
         (4096, 4_294_967_280, 1 << 31, Some("overflows")),
         (8192, u32::MAX, u32::MAX, Some("overflows")),
@@ -492,7 +493,7 @@ pub(super) fn hostile_header_refused(subject: Subject) -> Result<(), String> {
             Some(why) if code == Some(3) && stderr.contains(why) => {}
             None if code == Some(0) => {}
             _ => {
-                return Err(format!(
+                return Err(violated!(
                     "{case}: the peer ended with {:?} (signal {:?}), stderr {stderr:?}; \
                      expected {}",
                     code,

@@ -4,6 +4,7 @@
 use super::subject::{
     exits_cleanly_on_the_goodbye, has_loans, open, sizes_for, with_stderr, Subject,
 };
+use super::support::CheckFailure;
 use super::support::{bytes, compare, Peer, OP};
 use crate::contract::Channel;
 use crate::error::TransportError;
@@ -22,7 +23,7 @@ fn loan_sizes(subject: Subject, max_loan: usize) -> Vec<usize> {
 
 /// The loaned path's goodbye (a loan of 0 bytes, committed); the peer then exits 0, and
 /// sends nothing after it.
-fn loaned_goodbye(channel: &mut dyn Channel, peer: &mut Peer) -> Result<(), String> {
+fn loaned_goodbye(channel: &mut dyn Channel, peer: &mut Peer) -> Result<(), CheckFailure> {
     let loans = channel.loans().ok_or("the loaned path went away")?;
     let _ = loans
         .loan(0, Instant::now() + OP)
@@ -36,14 +37,14 @@ fn loaned_goodbye(channel: &mut dyn Channel, peer: &mut Peer) -> Result<(), Stri
 
 /// Every transport says whether it has the loaned path, and those that have it are the
 /// ones checked for it here ([`has_loans`]): a transport that gains one gains its checks.
-pub(super) fn loans_offered_as_listed(subject: Subject) -> Result<(), String> {
+pub(super) fn loans_offered_as_listed(subject: Subject) -> Result<(), CheckFailure> {
     let (mut channel, mut peer) = open(subject, "echo")?;
     let offered = channel.loans().map(|loans| loans.max_loan());
     let _ = peer.finish();
     match (offered, has_loans(subject)) {
         (Some(0), _) => Err("a loaned path whose loans hold 0 bytes".into()),
         (Some(_), true) | (None, false) => Ok(()),
-        (Some(max), false) => Err(format!(
+        (Some(max), false) => Err(violated!(
             "a loaned path (up to {max} bytes) that has_loans does not list, so it goes unchecked"
         )),
         (None, true) => Err("no loaned path, but has_loans lists one".into()),
@@ -55,7 +56,7 @@ pub(super) fn loans_offered_as_listed(subject: Subject) -> Result<(), String> {
 /// stack's users do), and compares each reply where it lies before it releases it; the
 /// peer echoes each request from where it lies into the reply's loan (`echo_loaned`).
 /// Every size a loan holds, up to the largest.
-pub(super) fn loaned_echo(subject: Subject) -> Result<(), String> {
+pub(super) fn loaned_echo(subject: Subject) -> Result<(), CheckFailure> {
     let (mut channel, mut peer) = open(subject, "loan-echoer")?;
     let loans = channel.loans().ok_or("no loaned path")?;
     let sizes = loan_sizes(subject, loans.max_loan());
@@ -98,13 +99,13 @@ pub(super) fn loaned_echo(subject: Subject) -> Result<(), String> {
 /// checked then, and compared. While a message is held a borrow is refused, and after its
 /// release nothing is held. A reply longer than the limit given to `hold` is refused, by
 /// `hold` or by `held`, never lent. Every size a loan holds.
-pub(super) fn held_replies(subject: Subject) -> Result<(), String> {
+pub(super) fn held_replies(subject: Subject) -> Result<(), CheckFailure> {
     let (mut channel, mut peer) = open(subject, "loan-echoer")?;
     let loans = channel.loans().ok_or("no loaned path")?;
     let deadline = || Instant::now() + OP;
     let refused = |what: &str, result: Result<(), TransportError>| match result {
         Err(TransportError::Loan(_)) => Ok(()),
-        other => Err(format!(
+        other => Err(violated!(
             "{what}: {other:?}, where the loaned path refuses it"
         )),
     };
@@ -178,7 +179,7 @@ pub(super) fn held_replies(subject: Subject) -> Result<(), String> {
         {
             Ok(())
         }
-        other => Err(format!(
+        other => Err(violated!(
             "a {len}-byte reply held with a limit of {limit} bytes: {other:?}, where it is refused as too large"
         )),
     }
@@ -187,7 +188,7 @@ pub(super) fn held_replies(subject: Subject) -> Result<(), String> {
 /// A loaned message is received on the copying path and a copied one on the loaned path:
 /// the loaned measuring side with a peer that echoes by copying, and a copying measuring
 /// side with a peer that echoes from its loans.
-pub(super) fn loaned_and_copying_paths_meet(subject: Subject) -> Result<(), String> {
+pub(super) fn loaned_and_copying_paths_meet(subject: Subject) -> Result<(), CheckFailure> {
     let (mut channel, mut peer) = open(subject, "echoer")?;
     let loans = channel.loans().ok_or("no loaned path")?;
     let max = loans.max_loan();
@@ -245,12 +246,12 @@ pub(super) fn loaned_and_copying_paths_meet(subject: Subject) -> Result<(), Stri
 /// room or the borrowed message, after which the loan's commit is refused and the borrow
 /// gives back nothing: never a message made of both, never one lost. A release with
 /// nothing borrowed does nothing.
-pub(super) fn loans_refuse_misuse(subject: Subject) -> Result<(), String> {
+pub(super) fn loans_refuse_misuse(subject: Subject) -> Result<(), CheckFailure> {
     let (mut channel, mut peer) = open(subject, "echoer")?;
     let deadline = || Instant::now() + OP;
     let refused = |what: &str, result: Result<(), TransportError>| match result {
         Err(TransportError::Loan(_)) => Ok(()),
-        other => Err(format!(
+        other => Err(violated!(
             "{what}: {other:?}, where the loaned path refuses it"
         )),
     };
@@ -289,7 +290,7 @@ pub(super) fn loans_refuse_misuse(subject: Subject) -> Result<(), String> {
             )?;
             b"copied".to_vec()
         }
-        Err(e) => return Err(format!("a copying send while a loan is open: {e}")),
+        Err(e) => return Err(violated!("a copying send while a loan is open: {e}")),
     };
     let loans = channel.loans().ok_or("the loaned path went away")?;
     let reply = loans
@@ -318,7 +319,7 @@ pub(super) fn loans_refuse_misuse(subject: Subject) -> Result<(), String> {
             }
         }
         Err(e) => {
-            return Err(format!(
+            return Err(violated!(
                 "a copying receive while a message is borrowed: {e}"
             ))
         }
@@ -345,7 +346,7 @@ fn cancelled_loans_send_nothing(
     channel: &mut dyn Channel,
     peer: &mut Peer,
     subject: Subject,
-) -> Result<(), String> {
+) -> Result<(), CheckFailure> {
     let deadline = || Instant::now() + OP;
     let loans = channel.loans().ok_or("no loaned path")?;
     if loans.loaned().is_some() || loans.borrowed().is_some() {

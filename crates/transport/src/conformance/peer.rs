@@ -153,7 +153,7 @@ fn run(role: &str) -> Result<(), String> {
                     .map_err(|e| format!("message {i}: {e}"))?;
                 if verdict == "ok" {
                     if let Err(e) = compare(&format!("message {i}"), &ordered(i), &buf) {
-                        verdict = e;
+                        verdict = e.to_string();
                     }
                 }
             }
@@ -178,7 +178,7 @@ fn run(role: &str) -> Result<(), String> {
                 if verdict == "ok" {
                     let what = format!("the {len}-byte message, as the peer received it");
                     if let Err(e) = compare(&what, &bytes(CHUNKED_SEED + i as u64, len), &buf) {
-                        verdict = e;
+                        verdict = e.to_string();
                     }
                 }
             }

@@ -3,6 +3,7 @@
 //! peer, the sizes a check sends, and what a failure adds of the peer.
 
 use super::peer::LIE_LIMIT;
+use super::support::CheckFailure;
 use super::support::{exchange_limit_of, limit_of, Peer, EXCHANGE_LIMIT, LIMIT, PROMPT, SETUP};
 use crate::contract::{Channel, ListenOptions};
 use crate::error::TransportError;
@@ -121,7 +122,7 @@ pub(super) fn has_loans(subject: Subject) -> bool {
 }
 
 /// The measuring side of a channel of `subject` to a new peer playing `role`.
-pub(super) fn open(subject: Subject, role: &str) -> Result<(Box<dyn Channel>, Peer), String> {
+pub(super) fn open(subject: Subject, role: &str) -> Result<(Box<dyn Channel>, Peer), CheckFailure> {
     open_for(subject, role, subject.limit())
 }
 
@@ -131,7 +132,7 @@ pub(super) fn open_for(
     subject: Subject,
     role: &str,
     max_message: usize,
-) -> Result<(Box<dyn Channel>, Peer), String> {
+) -> Result<(Box<dyn Channel>, Peer), CheckFailure> {
     let acceptor = listen(
         subject.kind,
         ListenOptions {
@@ -144,7 +145,7 @@ pub(super) fn open_for(
     let mut peer = Peer::spawn(role, &acceptor.address(), max_message)?;
     match acceptor.accept(peer.pid(), Instant::now() + SETUP) {
         Ok(channel) => Ok((channel, peer)),
-        Err(e) => Err(format!(
+        Err(e) => Err(violated!(
             "accepting the peer: {e}; its stderr: {}",
             peer.finish()
         )),
@@ -152,8 +153,10 @@ pub(super) fn open_for(
 }
 
 /// Adds the peer's stderr to a failure.
-pub(super) fn with_stderr(peer: &mut Peer) -> impl FnOnce(String) -> String + '_ {
-    move |e| format!("{e}; the peer's stderr: {:?}", peer.finish())
+pub(super) fn with_stderr<E: std::fmt::Display>(
+    peer: &mut Peer,
+) -> impl FnOnce(E) -> CheckFailure + '_ {
+    move |e| violated!("{e}; the peer's stderr: {:?}", peer.finish())
 }
 
 /// Message sizes from 0 to the limit: around the 8-byte frame header and 64-byte lines,
@@ -192,14 +195,14 @@ pub(super) fn sizes_for(limit: usize) -> Vec<usize> {
 }
 
 /// The peer (`who`) exits 0 within PROMPT of its goodbye.
-pub(super) fn exits_cleanly_on_the_goodbye(peer: &mut Peer, who: &str) -> Result<(), String> {
+pub(super) fn exits_cleanly_on_the_goodbye(peer: &mut Peer, who: &str) -> Result<(), CheckFailure> {
     match peer.wait_exit(PROMPT) {
         Some(status) if status.success() => Ok(()),
-        Some(status) => Err(format!(
+        Some(status) => Err(violated!(
             "{who} was to exit cleanly on the goodbye, and ended with {status}; its stderr: {:?}",
             peer.finish()
         )),
-        None => Err(format!(
+        None => Err(violated!(
             "{who} was to exit on the goodbye, and still ran {PROMPT:?} after it; its stderr: {:?}",
             peer.finish()
         )),

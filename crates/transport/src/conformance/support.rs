@@ -91,7 +91,7 @@ pub fn index_of(message: &[u8]) -> Option<u64> {
 
 /// Whole-message comparison: the length, then the first differing offset with a window
 /// of bytes on both sides.
-pub fn compare(what: &str, expected: &[u8], actual: &[u8]) -> Result<(), String> {
+pub fn compare(what: &str, expected: &[u8], actual: &[u8]) -> Result<(), CheckFailure> {
     if expected == actual {
         return Ok(());
     }
@@ -104,7 +104,7 @@ pub fn compare(what: &str, expected: &[u8], actual: &[u8]) -> Result<(), String>
         let end = (first + 8).min(b.len());
         format!("{:02x?}", &b[first.saturating_sub(8).min(end)..end])
     };
-    Err(format!(
+    Err(violated!(
         "{what}: {} bytes, expected {}; first difference at byte offset {first}: \
          expected {} got {}",
         actual.len(),
@@ -123,7 +123,7 @@ pub struct Peer {
 }
 
 impl Peer {
-    pub fn spawn(role: &str, address: &PeerAddress, limit: usize) -> Result<Self, String> {
+    pub fn spawn(role: &str, address: &PeerAddress, limit: usize) -> Result<Self, CheckFailure> {
         let program = std::env::current_exe().map_err(|e| format!("finding this binary: {e}"))?;
         let runner: Vec<String> = std::env::var(PEER_RUNNER_ENV)
             .unwrap_or_default()
@@ -231,7 +231,7 @@ pub struct HandMadeSegment {
 }
 
 impl HandMadeSegment {
-    pub fn create(len: usize, slot_size: u32, slots: u32) -> Result<Self, String> {
+    pub fn create(len: usize, slot_size: u32, slots: u32) -> Result<Self, CheckFailure> {
         static SEQUENCE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = SEQUENCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let os_id = format!("/ipc-matrix.{}.conformance.{n}", std::process::id());
@@ -247,7 +247,7 @@ impl HandMadeSegment {
                 0o600,
             );
             if fd < 0 {
-                return Err(format!("shm_open {os_id}: {}", last()));
+                return Err(violated!("shm_open {os_id}: {}", last()));
             }
             let sized = libc::ftruncate(fd, len as libc::off_t) == 0;
             let map = libc::mmap(
@@ -261,7 +261,7 @@ impl HandMadeSegment {
             libc::close(fd);
             if !sized || map == libc::MAP_FAILED {
                 libc::shm_unlink(name.as_ptr());
-                return Err(format!("sizing or mapping {os_id}: {}", last()));
+                return Err(violated!("sizing or mapping {os_id}: {}", last()));
             }
             let base = map.cast::<u8>();
             // The layout version this build reads.
@@ -298,4 +298,58 @@ pub fn shown(message: &[u8]) -> String {
         shown.push_str(&format!(" (the first {MOST} of {} bytes)", message.len()));
     }
     shown
+}
+
+/// Why a check failed: in this process, or in the process of its own it ran in.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckFailure {
+    /// The subject did not keep the contract, or a call of the check failed: the check's
+    /// own words (what it did, what it expected, what came).
+    #[error("{0}")]
+    Violated(String),
+    /// The check's own process could not be started.
+    #[error("{what}: {why}")]
+    NotStarted { what: &'static str, why: String },
+    /// The check's own process was still running at `limit`, and was stopped.
+    #[error("the check did not finish in {limit:.0?}, longer than every deadline of a check allows: a call into the stack did not return by its deadline; its process was stopped")]
+    Hung { limit: Duration },
+    /// The check's own process was killed by `signal` (`name`, when a usual one), inside
+    /// the stack's code; `said`: the end of its stderr.
+    #[error(
+        "the check's process was killed by signal {signal}{}, inside the stack's own code{}",
+        name.map_or(String::new(), |n| format!(" ({n})")),
+        it_said(said)
+    )]
+    Killed {
+        signal: i32,
+        name: Option<&'static str>,
+        said: String,
+    },
+    /// The check's own process exited with `code` (none: unknown) without saying why.
+    #[error(
+        "the check's process exited with status {}{}",
+        code.map_or_else(|| "?".into(), |c| c.to_string()),
+        it_said(said)
+    )]
+    Exited { code: Option<i32>, said: String },
+}
+
+impl From<String> for CheckFailure {
+    fn from(words: String) -> Self {
+        CheckFailure::Violated(words)
+    }
+}
+
+impl From<&str> for CheckFailure {
+    fn from(words: &str) -> Self {
+        CheckFailure::Violated(words.to_string())
+    }
+}
+
+/// `; it said: ...` with the end of what a check's process printed, if anything.
+fn it_said(said: &str) -> String {
+    match said.is_empty() {
+        true => String::new(),
+        false => format!("; it said: {said}"),
+    }
 }

@@ -10,12 +10,13 @@ use super::loaned::{
 };
 use super::peer::CHUNKED;
 use super::subject::{has_loans, Subject};
+use super::support::CheckFailure;
 use ipc_matrix_spec::ChannelKind;
 
 pub struct Check {
     pub name: &'static str,
     pub applies: fn(Subject) -> bool,
-    pub run: fn(Subject) -> Result<(), String>,
+    pub run: fn(Subject) -> Result<(), CheckFailure>,
 }
 
 fn always(_: Subject) -> bool {

@@ -108,6 +108,38 @@ pub(super) struct LoanCalls {
     pub(super) release: unsafe extern "C" fn(*mut Chan),
 }
 
+/// Why a stack's table is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TableRefusal {
+    #[error("ipcm_stack_v1() returned NULL")]
+    Null,
+    #[error("its table is ABI version {0}; this ipc-matrix speaks version {ABI_VERSION}")]
+    Version(u32),
+    #[error(
+        "its table is {size} bytes; version {ABI_VERSION}'s is {} (was it built with this ipc_matrix_stack.h?)",
+        std::mem::size_of::<Table>()
+    )]
+    Size { size: u32 },
+    #[error("its table has no name")]
+    NoName,
+    #[error("its name is longer than 40 bytes")]
+    LongName,
+    #[error("it calls itself `{own}`, and matrix.yaml `{given}`: the two must agree")]
+    OtherName { own: String, given: String },
+    #[error("its reserved field is {0}, where version 1 asks for 0")]
+    Reserved(u32),
+    #[error("its floor is {0}, which ABI version 1 does not have (0 to 4)")]
+    Floor(u32),
+    #[error("its table has no `{0}` (a NULL where a call must be)")]
+    Missing(&'static str),
+    #[error("it has the loaned path, with a max_loan of 0")]
+    ZeroMaxLoan,
+    #[error("it gives a max_loan but no loaned path (loan, commit, cancel, borrow, release)")]
+    MaxLoanWithoutLoans,
+    #[error("its loaned path is only partly there: loan, commit, cancel, borrow and release are all set or all NULL")]
+    PartLoans,
+}
+
 /// Checks the table at `table` (the ABI version and size first, then the rest) and takes
 /// its calls.
 ///
@@ -117,9 +149,9 @@ pub(super) struct LoanCalls {
 pub(super) unsafe fn check(
     name: &str,
     table: *const Table,
-) -> Result<(Calls, StackTraits), String> {
+) -> Result<(Calls, StackTraits), TableRefusal> {
     if table.is_null() {
-        return Err("ipcm_stack_v1() returned NULL".into());
+        return Err(TableRefusal::Null);
     }
     // The version and size are read before the rest: a table of another version may
     // be shorter than ours.
@@ -131,39 +163,32 @@ pub(super) unsafe fn check(
         )
     };
     if version != ABI_VERSION {
-        return Err(format!(
-            "its table is ABI version {version}; this ipc-matrix speaks version {ABI_VERSION}"
-        ));
+        return Err(TableRefusal::Version(version));
     }
     if size as usize != std::mem::size_of::<Table>() {
-        return Err(format!(
-            "its table is {size} bytes; version {ABI_VERSION}'s is {} (was it built with this ipc_matrix_stack.h?)",
-            std::mem::size_of::<Table>()
-        ));
+        return Err(TableRefusal::Size { size });
     }
     // SAFETY: the version and size are ours, so the whole table is there; it lives as
     // long as the library, which is never unloaded.
     let table: &'static Table = unsafe { &*table };
     let own_name = if table.name.is_null() {
-        return Err("its table has no name".into());
+        return Err(TableRefusal::NoName);
     } else {
         // SAFETY: the header says name is a NUL-terminated string the library keeps; at
         // most a name's 40 bytes and its NUL are read.
         match unsafe { bounded_c_str(table.name, 41) } {
             Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            None => return Err("its name is longer than 40 bytes".into()),
+            None => return Err(TableRefusal::LongName),
         }
     };
     if own_name != name {
-        return Err(format!(
-            "it calls itself `{own_name}`, and matrix.yaml `{name}`: the two must agree"
-        ));
+        return Err(TableRefusal::OtherName {
+            own: own_name,
+            given: name.to_string(),
+        });
     }
     if table.reserved != 0 {
-        return Err(format!(
-            "its reserved field is {}, where version 1 asks for 0",
-            table.reserved
-        ));
+        return Err(TableRefusal::Reserved(table.reserved));
     }
     let floor_like = match table.floor {
         0 => ChannelKind::Local,
@@ -171,17 +196,19 @@ pub(super) unsafe fn check(
         2 => ChannelKind::Udp,
         3 => ChannelKind::Pipe,
         4 => ChannelKind::Shm,
-        other => {
-            return Err(format!(
-                "its floor is {other}, which ABI version 1 does not have (0 to 4)"
-            ))
-        }
+        other => return Err(TableRefusal::Floor(other)),
     };
-    let missing = |what: &str| format!("its table has no `{what}` (a NULL where a call must be)");
-    let loans = match (table.loan, table.commit, table.cancel, table.borrow, table.release) {
+    let missing = TableRefusal::Missing;
+    let loans = match (
+        table.loan,
+        table.commit,
+        table.cancel,
+        table.borrow,
+        table.release,
+    ) {
         (Some(loan), Some(commit), Some(cancel), Some(borrow), Some(release)) => {
             if table.max_loan == 0 {
-                return Err("it has the loaned path, with a max_loan of 0".into());
+                return Err(TableRefusal::ZeroMaxLoan);
             }
             Some(LoanCalls {
                 max_loan: table.max_loan,
@@ -193,14 +220,10 @@ pub(super) unsafe fn check(
             })
         }
         (None, None, None, None, None) if table.max_loan != 0 => {
-            return Err("it gives a max_loan but no loaned path (loan, commit, cancel, borrow, release)".into())
+            return Err(TableRefusal::MaxLoanWithoutLoans)
         }
         (None, None, None, None, None) => None,
-        _ => {
-            return Err(
-                "its loaned path is only partly there: loan, commit, cancel, borrow and release are all set or all NULL".into(),
-            )
-        }
+        _ => return Err(TableRefusal::PartLoans),
     };
     let calls = Calls {
         listen: table.listen.ok_or_else(|| missing("listen"))?,

@@ -75,7 +75,9 @@ fn table(name: &'static CStr) -> Table {
 fn checked(t: Table) -> Result<StackTraits, String> {
     let t: &'static Table = Box::leak(Box::new(t));
     // SAFETY: a whole table that is never freed.
-    unsafe { check("made-here", t) }.map(|(_, traits)| traits)
+    unsafe { check("made-here", t) }
+        .map(|(_, traits)| traits)
+        .map_err(|why| why.to_string())
 }
 
 #[test]
@@ -109,5 +111,6 @@ fn each_thing_wrong_with_a_table_is_refused_naming_it() {
     let why = unsafe { check("made-here", std::ptr::null()) }
         .map(|(_, traits)| traits)
         .unwrap_err();
-    assert!(why.contains("returned NULL"), "{why}");
+    assert_eq!(why, super::abi::TableRefusal::Null);
+    assert!(why.to_string().contains("returned NULL"), "{why}");
 }

@@ -172,31 +172,57 @@ impl Layout {
     }
 }
 
+/// Why the layout a segment's header announces cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum LayoutError {
+    #[error(
+        "its header announces {slots} slots of {slot_size} bytes per ring, a layout whose \
+         size is zero or overflows (the mapping is {real_len} bytes)"
+    )]
+    ZeroOrOverflowing {
+        slots: u32,
+        slot_size: u32,
+        real_len: usize,
+    },
+    #[error(
+        "its header announces {slots} slots of {slot_size} bytes per ring, {len} bytes, \
+         but the mapping is {real_len} bytes"
+    )]
+    LargerThanTheMapping {
+        slots: u32,
+        slot_size: u32,
+        len: usize,
+        real_len: usize,
+    },
+    #[error(
+        "its header announces slots of {slot_size} bytes, more than the {MAX_SLOT} a slot \
+         may hold"
+    )]
+    SlotTooLarge { slot_size: u32 },
+}
+
 /// The layout a header announces, if the `real_len` bytes actually mapped hold it.
 pub(super) fn checked_layout(
     slot_size: u32,
     slots: u32,
     real_len: usize,
-) -> Result<Layout, String> {
-    let layout = Layout::new(slot_size as usize, slots).ok_or_else(|| {
-        format!(
-            "its header announces {slots} slots of {slot_size} bytes per ring, a layout whose \
-             size is zero or overflows (the mapping is {real_len} bytes)"
-        )
+) -> Result<Layout, LayoutError> {
+    let layout = Layout::new(slot_size as usize, slots).ok_or(LayoutError::ZeroOrOverflowing {
+        slots,
+        slot_size,
+        real_len,
     })?;
     if layout.len > real_len {
-        return Err(format!(
-            "its header announces {slots} slots of {slot_size} bytes per ring, {} bytes, \
-             but the mapping is {real_len} bytes",
-            layout.len
-        ));
+        return Err(LayoutError::LargerThanTheMapping {
+            slots,
+            slot_size,
+            len: layout.len,
+            real_len,
+        });
     }
     // A chunk's length shares its published word with the MORE_FOLLOWS bit.
     if layout.slot_size > MAX_SLOT {
-        return Err(format!(
-            "its header announces slots of {slot_size} bytes, more than the {MAX_SLOT} a slot \
-             may hold"
-        ));
+        return Err(LayoutError::SlotTooLarge { slot_size });
     }
     Ok(layout)
 }

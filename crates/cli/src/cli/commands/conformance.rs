@@ -8,7 +8,7 @@ use crate::exit_code;
 use crate::term::Verbosity;
 use anyhow::{bail, Result};
 use ipc_matrix_spec::StackName;
-use ipc_matrix_transport::conformance::{self, Arguments, ColorSetting};
+use ipc_matrix_transport::conformance::{self, Arguments, CheckFailure, ColorSetting};
 use ipc_matrix_transport::FORK_TO_EXEC_LIMIT;
 use std::io::Read;
 use std::path::Path;
@@ -128,9 +128,14 @@ fn names(stacks: &[StackName]) -> String {
 /// Runs the check `name` in a child of this binary with this command line, so that a
 /// crash or a hang in the stack's code (a shared library's, most often) is that check's
 /// failure, named, and the other checks still run.
-fn check_in_own_process(name: &str) -> Result<(), String> {
-    let mut command =
-        crate::this_binary::command().map_err(|e| format!("finding this binary: {e}"))?;
+fn check_in_own_process(name: &str) -> Result<(), CheckFailure> {
+    let not_started = |what| {
+        move |e: std::io::Error| CheckFailure::NotStarted {
+            what,
+            why: e.to_string(),
+        }
+    };
+    let mut command = crate::this_binary::command().map_err(not_started("finding this binary"))?;
     command
         .args(std::env::args_os().skip(1))
         .env(ONE_CHECK_ENV, name)
@@ -138,7 +143,7 @@ fn check_in_own_process(name: &str) -> Result<(), String> {
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     let mut child = ipc_matrix_transport::spawn_within(&mut command, FORK_TO_EXEC_LIMIT)
-        .map_err(|e| format!("starting the check's process: {e}"))?;
+        .map_err(not_started("starting the check's process"))?;
     let stderr = child.stderr.take();
     let (said_tx, said) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -155,11 +160,10 @@ fn check_in_own_process(name: &str) -> Result<(), String> {
     });
     // Inside the harness's own limit, so that this check fails and the others go on.
     let limit = conformance::CHECK_LIMIT - Duration::from_secs(10);
-    let status = crate::this_binary::wait_within(&mut child, limit, Duration::from_millis(20))?;
+    let status = crate::this_binary::wait_within(&mut child, limit, Duration::from_millis(20))
+        .map_err(not_started("waiting for the check's process"))?;
     let Some(status) = status else {
-        return Err(format!(
-            "the check did not finish in {limit:.0?}, longer than every deadline of a check allows: a call into the stack did not return by its deadline; its process was stopped"
-        ));
+        return Err(CheckFailure::Hung { limit });
     };
     // A peer the check started may hold the pipe open a little longer.
     let said = said
@@ -168,17 +172,13 @@ fn check_in_own_process(name: &str) -> Result<(), String> {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(0), _) => Ok(()),
-        (Some(1), _) if !said.is_empty() => Err(said),
-        (_, Some(signal)) => Err(format!(
-            "the check's process was killed by signal {signal}{}, inside the stack's own code{}",
-            signal_name(signal).map_or(String::new(), |n| format!(" ({n})")),
-            stderr_words(&said)
-        )),
-        (code, _) => Err(format!(
-            "the check's process exited with status {}{}",
-            code.map_or_else(|| "?".into(), |c| c.to_string()),
-            stderr_words(&said)
-        )),
+        (Some(1), _) if !said.is_empty() => Err(CheckFailure::Violated(said)),
+        (_, Some(signal)) => Err(CheckFailure::Killed {
+            signal,
+            name: signal_name(signal),
+            said,
+        }),
+        (code, _) => Err(CheckFailure::Exited { code, said }),
     }
 }
 
@@ -193,12 +193,4 @@ fn signal_name(signal: i32) -> Option<&'static str> {
         libc::SIGTERM => "SIGTERM",
         _ => return None,
     })
-}
-
-/// `; it said: ...` with the end of what the process printed, if anything.
-fn stderr_words(said: &str) -> String {
-    match said.is_empty() {
-        true => String::new(),
-        false => format!("; it said: {said}"),
-    }
 }
