@@ -105,7 +105,21 @@ impl PrivateDir {
     /// sweep looks for private directories in both.
     pub fn for_sockets(tail: usize) -> io::Result<Self> {
         let name = unique_name();
-        Self::create_at(socket_parent(&std::env::temp_dir(), name.len(), tail).join(name))
+        let temp = std::env::temp_dir();
+        let parent = socket_parent(&temp, name.len(), tail).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a socket's name under {}/{name} or {SHM_DIR}/{name} would be more than the \
+                     {MAX_SOCKET_PATH} bytes a socket's name holds; set TMPDIR to a shorter \
+                     directory",
+                    temp.display()
+                ),
+            )
+        })?;
+        let path = parent.join(name);
+        Self::create_at(path.clone())
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
     }
 
     fn create_at(path: PathBuf) -> io::Result<Self> {
@@ -141,14 +155,14 @@ impl Drop for PrivateDir {
 }
 
 /// Where a private directory named by `name_len` bytes goes whose sockets take `tail`
-/// bytes after its path: `temp` when the sockets' names fit there, else /dev/shm.
-fn socket_parent(temp: &Path, name_len: usize, tail: usize) -> PathBuf {
-    let fits = temp.as_os_str().len() + 1 + name_len + tail <= MAX_SOCKET_PATH;
-    if fits {
-        temp.to_path_buf()
-    } else {
-        PathBuf::from(SHM_DIR)
-    }
+/// bytes after its path: `temp` when the sockets' names fit there, else /dev/shm when
+/// they fit there; `None` when they fit in neither.
+fn socket_parent(temp: &Path, name_len: usize, tail: usize) -> Option<PathBuf> {
+    let fits = |parent: &Path| parent.as_os_str().len() + 1 + name_len + tail <= MAX_SOCKET_PATH;
+    [temp, Path::new(SHM_DIR)]
+        .into_iter()
+        .find(|parent| fits(parent))
+        .map(Path::to_path_buf)
 }
 
 /// A new file without a name, readable and writable by this process alone: nothing of it
@@ -262,18 +276,17 @@ mod tests {
     #[test]
     fn sockets_stay_in_the_temporary_directory_while_their_names_fit() {
         let name = unique_name().len();
+        let tmp = Some(PathBuf::from("/tmp"));
+        let shm = Some(PathBuf::from(SHM_DIR));
         let tail = MAX_SOCKET_PATH - "/tmp/".len() - name;
-        assert_eq!(
-            socket_parent(Path::new("/tmp"), name, tail),
-            Path::new("/tmp")
-        );
-        assert_eq!(
-            socket_parent(Path::new("/tmp"), name, tail + 1),
-            Path::new(SHM_DIR)
-        );
+        assert_eq!(socket_parent(Path::new("/tmp"), name, tail), tmp);
         let long = PathBuf::from("/tmp").join("d".repeat(60));
-        assert_eq!(socket_parent(&long, name, 20), Path::new(SHM_DIR));
-        assert_eq!(socket_parent(&long, name, 10), long);
+        assert_eq!(socket_parent(&long, name, 20), shm);
+        assert_eq!(socket_parent(&long, name, 10), Some(long.clone()));
+        // Too long for /dev/shm too: no place, and the caller says so.
+        let over = MAX_SOCKET_PATH - "/dev/shm/".len() - name + 1;
+        assert_eq!(socket_parent(&long, name, over), None);
+        assert_eq!(socket_parent(Path::new("/tmp"), name, tail + 1), None);
     }
 
     #[test]
