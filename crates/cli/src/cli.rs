@@ -282,7 +282,7 @@ pub fn main() -> ExitCode {
             // Paths and values from outside are in it.
             eprintln!(
                 "error: {}",
-                ipc_matrix_results::printable(&format!("{e:#}"))
+                ipc_matrix_results::printable(&crate::error_text::error_text(&e))
             );
             ExitCode::from(if e.is::<NoCells>() {
                 exit_code::NO_CELLS

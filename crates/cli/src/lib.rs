@@ -8,6 +8,7 @@ pub mod cli;
 pub mod commit;
 pub mod counted_run;
 pub mod door;
+pub mod error_text;
 pub mod format;
 mod plugin_probe;
 pub mod progress;

@@ -202,7 +202,11 @@ fn read_folder(dir: &Path) -> (String, String, Finding) {
     }
     match read_report(&file) {
         Ok((leg, profile, finding)) => (leg, profile, finding),
-        Err(e) => (path_leg, path_profile, Finding::NoReport(format!("{e:#}"))),
+        Err(e) => (
+            path_leg,
+            path_profile,
+            Finding::NoReport(crate::error_text::error_text(&e)),
+        ),
     }
 }
 

@@ -68,7 +68,10 @@ pub fn run(
         Ok(())
     };
     if let Err(e) = &compared {
-        eprintln!("error: the comparison failed: {e:#}");
+        eprintln!(
+            "error: the comparison failed: {}",
+            crate::error_text::error_text(e)
+        );
     }
     let code = super::blocking::gate(folders, &stored.matrix, &stored.profile)?;
     compared.map(|()| code)
