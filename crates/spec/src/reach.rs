@@ -7,7 +7,7 @@ use crate::keys::Problems;
 use crate::kinds::ScenarioKind;
 use crate::locate::Segment;
 use crate::model::TransportKind;
-use crate::units::DurationSpec;
+use crate::units::{DurationSpec, UnitError};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::time::Duration;
 
@@ -111,11 +111,14 @@ pub(crate) struct RawPeer {
 
 /// A share written as `0.5%`; bad text is kept for validation to report at its path.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Percent(Result<f64, String>);
+pub(crate) struct Percent(Result<f64, UnitError>);
 
 impl Percent {
-    fn parse(text: &str) -> Result<f64, String> {
-        let expected = || format!("`{text}` is not a share like 0.5% (0% to 100%)");
+    fn parse(text: &str) -> Result<f64, UnitError> {
+        let expected = || UnitError::NotUnderstood {
+            text: text.to_string(),
+            expected: "a share like 0.5% (0% to 100%)",
+        };
         let number = text.trim().strip_suffix('%').ok_or_else(expected)?;
         match number.trim().parse::<f64>() {
             Ok(value) if (0.0..=100.0).contains(&value) => Ok(value),
@@ -221,7 +224,7 @@ impl RawReach<'_> {
             }
             if let Some(loss) = &raw.loss {
                 match &loss.0 {
-                    Err(why) => out.push((field("loss"), why.clone())),
+                    Err(why) => out.push((field("loss"), why.to_string())),
                     Ok(share) => link.loss_percent = Some(*share),
                 }
             }

@@ -12,13 +12,6 @@
 //! its channel); `checks` and `loaned` (the copying and the loaned path's checks);
 //! `table` (which checks apply to which subjects); this file.
 
-/// A [`CheckFailure::Violated`] in the check's words, as `format!` takes them.
-macro_rules! violated {
-    ($($words:tt)*) => {
-        $crate::conformance::CheckFailure::Violated(format!($($words)*))
-    };
-}
-
 mod checks;
 mod loaned;
 mod peer;

@@ -13,10 +13,10 @@ use super::peer::{
 use super::subject::{
     exits_cleanly_on_the_goodbye, open, open_for, sizes_for, with_stderr, Subject,
 };
-use super::support::CheckFailure;
 use super::support::{
     bytes, compare, index_of, ordered, shown, HandMadeSegment, Peer, OP, PROMPT, SETUP,
 };
+use super::support::{violated, CheckFailure};
 use crate::address::PeerAddress;
 use crate::error::TransportError;
 use ipc_matrix_spec::{ChannelKind, WakeMode};

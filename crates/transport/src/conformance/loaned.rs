@@ -4,8 +4,8 @@
 use super::subject::{
     exits_cleanly_on_the_goodbye, has_loans, open, sizes_for, with_stderr, Subject,
 };
-use super::support::CheckFailure;
 use super::support::{bytes, compare, Peer, OP};
+use super::support::{violated, CheckFailure};
 use crate::contract::Channel;
 use crate::error::TransportError;
 use std::time::Instant;

@@ -3,8 +3,8 @@
 //! peer, the sizes a check sends, and what a failure adds of the peer.
 
 use super::peer::LIE_LIMIT;
-use super::support::CheckFailure;
 use super::support::{exchange_limit_of, limit_of, Peer, EXCHANGE_LIMIT, LIMIT, PROMPT, SETUP};
+use super::support::{violated, CheckFailure};
 use crate::contract::{Channel, ListenOptions};
 use crate::error::TransportError;
 use crate::open::listen;

@@ -9,6 +9,14 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+/// A [`CheckFailure::Violated`] in the check's words, as `format!` takes them.
+macro_rules! violated {
+    ($($words:tt)*) => {
+        $crate::conformance::support::CheckFailure::Violated(format!($($words)*))
+    };
+}
+pub(super) use violated;
+
 /// Set in the peer's environment: the role it plays (see `peer.rs`).
 pub const PEER_ROLE_ENV: &str = "IPC_MATRIX_CONFORMANCE_PEER";
 /// Set in the peer's environment: the channel's address, as JSON.

@@ -34,12 +34,15 @@ pub struct PluginArg {
     pub library: String,
 }
 
+/// A `--plugin` value without its `=`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not NAME=LIBRARY (for example mystack=build/{{arch}}/libmystack.so)")]
+pub struct NotAPluginArg(pub String);
+
 /// Parses `--plugin NAME=LIBRARY`.
-pub fn plugin_arg(text: &str) -> Result<PluginArg, String> {
+pub fn plugin_arg(text: &str) -> Result<PluginArg, NotAPluginArg> {
     let Some((name, library)) = text.split_once('=') else {
-        return Err(format!(
-            "`{text}` is not NAME=LIBRARY (for example mystack=build/{{arch}}/libmystack.so)"
-        ));
+        return Err(NotAPluginArg(text.to_string()));
     };
     Ok(PluginArg {
         name: name.to_owned(),
