@@ -58,14 +58,20 @@ fn locked(path: &Path) -> File {
 #[test]
 fn a_locked_directory_of_a_creator_unknown_here_stays_until_its_lock_is_free() {
     let s = Scratch::new("dir");
-    let dir = s.tmp().join(format!("{ARTIFACT_PREFIX}{}.0.0", gone_pid()));
+    stays_until_its_lock_is_free(&s, &s.tmp());
+}
+
+/// A private directory in `parent` made by a creator unknown here, locked, then freed: a
+/// sweep leaves it and all in it while the lock is held, and removes it once it is free.
+fn stays_until_its_lock_is_free(s: &Scratch, parent: &Path) {
+    let dir = parent.join(format!("{ARTIFACT_PREFIX}{}.0.0", gone_pid()));
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join(".alive"), b"").unwrap();
     std::fs::write(dir.join("cell.log"), b"a live run's log").unwrap();
     let lock = locked(&dir.join(".alive"));
     age(&dir);
     assert!(s.sweep().is_empty(), "a live run's directory was removed");
-    assert!(dir.join("cell.log").is_file());
+    assert!(dir.join(".alive").is_file() && dir.join("cell.log").is_file());
     drop(lock);
     assert_eq!(s.sweep(), vec![dir.clone()]);
     assert!(!dir.exists());
@@ -89,16 +95,7 @@ fn a_locked_segment_of_a_creator_unknown_here_stays_until_its_lock_is_free() {
 #[test]
 fn a_private_directory_among_the_segments_is_swept_as_a_directory() {
     let s = Scratch::new("dir-in-shm");
-    let dir = s.shm().join(format!("{ARTIFACT_PREFIX}{}.0.0", gone_pid()));
-    std::fs::create_dir(&dir).unwrap();
-    std::fs::write(dir.join(".alive"), b"").unwrap();
-    let lock = locked(&dir.join(".alive"));
-    age(&dir);
-    assert!(s.sweep().is_empty(), "a live run's directory was removed");
-    assert!(dir.join(".alive").is_file());
-    drop(lock);
-    assert_eq!(s.sweep(), vec![dir.clone()]);
-    assert!(!dir.exists());
+    stays_until_its_lock_is_free(&s, &s.shm());
 }
 
 #[test]
