@@ -1,39 +1,73 @@
 //! A plugin's library is loaded first in a process of its own (this binary again, told by
 //! [`PLUGIN_PROBE_ENV`]), before any command loads it in its own: loading runs the
-//! library's initialisers and its `ipcm_stack_v1()`, and one that crashes or hangs there
-//! would take the command with it. When the probe dies or does not finish in time, the
-//! plugin is registered as broken, saying so, and only its cells fail.
+//! library's initialisers and its `ipcm_stack_v1()`, and one that crashes, hangs or exits
+//! there would take the command with it. Only a probe that reached its end and wrote its
+//! report says anything: a probe that exited, whatever its status (an initialiser may call
+//! `exit(0)`), died or did not finish in time registers the plugin as broken, saying so,
+//! and only its cells fail. A library the probe refused is never loaded here either.
 
-use std::path::Path;
+use ipc_matrix_transport::PrivateDir;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-/// Set in a probe to `<name>\n<library path>`.
+/// Set in a probe to the folder of its request: `name` and `library` in, `report` out.
 pub const PLUGIN_PROBE_ENV: &str = "IPC_MATRIX_PLUGIN_PROBE";
 
 /// How long loading a library may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// In a probe: loads the library (checking its table) and exits; nothing otherwise. What
-/// is wrong with a library that loads is for the command to say, so that exits 0 too.
+/// The first line of a probe's report when the library loaded and its table was taken.
+const LOADED: &str = "loaded";
+/// The first line of a probe's report when the library was refused; its reason follows.
+const REFUSED: &str = "refused";
+
+/// In a probe: loads the library (checking its table), writes what came of it into the
+/// request's folder and exits 0; nothing otherwise. The report, not the exit status,
+/// is the answer: a library's initialiser can exit with any status, but it cannot have
+/// reached the end of this function.
 pub fn serve_if_requested() {
-    let Some(request) = std::env::var_os(PLUGIN_PROBE_ENV) else {
+    let Some(dir) = std::env::var_os(PLUGIN_PROBE_ENV) else {
         return;
     };
-    let request = request.to_string_lossy().into_owned();
-    let code = match request.split_once('\n') {
-        Some((name, library)) => {
-            match ipc_matrix_transport::register_plugin(name, Path::new(library)) {
-                Ok(_) => 0,
-                Err(why) => {
-                    eprintln!("error: {why}");
+    // Not seen by the library's initialisers, nor passed on to anything they start.
+    std::env::remove_var(PLUGIN_PROBE_ENV);
+    let dir = PathBuf::from(dir);
+    let read = |file: &str| std::fs::read(dir.join(file));
+    let code = match (read("name"), read("library")) {
+        (Ok(name), Ok(library)) => {
+            let name = String::from_utf8_lossy(&name);
+            let library = Path::new(std::ffi::OsStr::from_bytes(&library));
+            let report = match ipc_matrix_transport::try_load_plugin(&name, library) {
+                Ok(()) => LOADED.to_owned(),
+                Err(why) => format!("{REFUSED}\n{why}"),
+            };
+            let partial = dir.join("report.partial");
+            match std::fs::write(&partial, report)
+                .and_then(|()| std::fs::rename(&partial, dir.join("report")))
+            {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("error: a plugin's probe could not write its report: {e}");
                     2
                 }
             }
         }
-        None => 2,
+        _ => {
+            eprintln!("error: a plugin's probe could not read its request");
+            2
+        }
     };
     std::process::exit(code);
+}
+
+/// What a probe found that the library is: loadable, or refused with the reason its
+/// cells fail with.
+#[derive(Debug)]
+pub enum Probed {
+    Loaded,
+    Refused(String),
 }
 
 /// Why a library must not be loaded in the process that runs the cells: loading it in a
@@ -52,16 +86,25 @@ pub enum ProbeRefusal {
     Hung,
     #[error("loading it killed the process that loaded it (signal {signal}): its initialisers or ipcm_stack_v1() crashed")]
     Crashed { signal: i32 },
-    #[error("loading it ended the process that loaded it (exit status {code:?})")]
-    Ended { code: Option<i32> },
+    #[error("loading it ended the process that loaded it (exit status {code}) before loading was done: its initialisers or ipcm_stack_v1() exited")]
+    Ended { code: i32 },
 }
 
-/// Loads the library at `library` in a probe; `Err` says why it must not be loaded here.
-pub fn probe(name: &str, library: &Path) -> Result<(), ProbeRefusal> {
+/// Loads the library at `library` in a probe: whether it loads, or why it must not be
+/// loaded here.
+pub fn probe(name: &str, library: &Path) -> Result<Probed, ProbeRefusal> {
+    // Refused by its type before anything opens it (a FIFO would block the opener).
+    if let Some(refusal) = ipc_matrix_transport::library_file_refusal(library) {
+        return Ok(Probed::Refused(refusal));
+    }
     let not_started = |what| move |source| ProbeRefusal::NotStarted { what, source };
+    let dir = PrivateDir::create().map_err(not_started("making a folder for its probe"))?;
+    std::fs::write(dir.path().join("name"), name)
+        .and_then(|()| std::fs::write(dir.path().join("library"), library.as_os_str().as_bytes()))
+        .map_err(not_started("writing its probe's request"))?;
     let mut child = crate::this_binary::command()
         .map_err(not_started("finding this binary"))?
-        .env(PLUGIN_PROBE_ENV, format!("{name}\n{}", library.display()))
+        .env(PLUGIN_PROBE_ENV, dir.path())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -74,11 +117,16 @@ pub fn probe(name: &str, library: &Path) -> Result<(), ProbeRefusal> {
         return Err(ProbeRefusal::Hung);
     };
     use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(0), _) => Ok(()),
-        // Refused with a reason the command gives again when it loads it.
-        (Some(2), _) => Ok(()),
-        (_, Some(signal)) => Err(ProbeRefusal::Crashed { signal }),
-        (code, _) => Err(ProbeRefusal::Ended { code }),
+    let report = std::fs::read_to_string(dir.path().join("report")).ok();
+    match (status.code(), status.signal(), report) {
+        (Some(0), _, Some(report)) => Ok(match report.split_once('\n') {
+            Some((REFUSED, why)) => Probed::Refused(why.to_owned()),
+            _ if report == LOADED => Probed::Loaded,
+            _ => Probed::Refused("its probe's report does not read back".to_owned()),
+        }),
+        (_, Some(signal), _) => Err(ProbeRefusal::Crashed { signal }),
+        (code, _, _) => Err(ProbeRefusal::Ended {
+            code: code.unwrap_or(-1),
+        }),
     }
 }

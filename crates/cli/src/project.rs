@@ -32,17 +32,24 @@ pub enum ProjectError {
 
 /// The matrix at `matrix`, its plugins (stacks in shared libraries, `plugins:`) loaded
 /// and registered first, since its scenarios may name them. A library that cannot be
-/// loaded, or whose loading crashes or hangs a process of its own (`plugin_probe`), is
-/// registered as broken, and fails its cells; a plugin whose name is taken
+/// loaded, or whose loading crashes, hangs or exits a process of its own
+/// (`plugin_probe`), is registered as broken without being loaded here, and fails its
+/// cells; a plugin whose name is taken
 /// (a built-in transport, or a stack this binary registered) is refused here.
 pub fn load_matrix(matrix: &Path) -> Result<ipc_matrix_spec::Spec, ProjectError> {
     for plugin in ipc_matrix_spec::Spec::declared_plugins(matrix) {
-        let registered = match crate::plugin_probe::probe(&plugin.name, &plugin.library) {
-            Ok(()) => ipc_matrix_transport::register_plugin(&plugin.name, &plugin.library),
-            Err(why) => {
-                let why = why.to_string();
-                ipc_matrix_transport::register_broken_plugin(&plugin.name, &plugin.library, &why)
+        use crate::plugin_probe::{probe, Probed};
+        let broken = |why: &str| {
+            ipc_matrix_transport::register_broken_plugin(&plugin.name, &plugin.library, why)
+        };
+        // Loaded here only when the probe loaded it to its end; a refused library's
+        // initialisers never run in this process.
+        let registered = match probe(&plugin.name, &plugin.library) {
+            Ok(Probed::Loaded) => {
+                ipc_matrix_transport::register_plugin(&plugin.name, &plugin.library)
             }
+            Ok(Probed::Refused(why)) => broken(&why),
+            Err(why) => broken(&why.to_string()),
         };
         registered.map_err(|source| ProjectError::Plugin {
             matrix: matrix.to_path_buf(),

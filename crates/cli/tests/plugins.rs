@@ -230,6 +230,81 @@ fn a_library_whose_loading_crashes_fails_its_cells_and_no_command() {
 }
 
 #[test]
+fn a_library_whose_loading_exits_fails_its_cells_and_never_decides_the_exit_status() {
+    // An initialiser's exit(0) or exit(2) ended the whole run with that status, nothing
+    // run: the probe's exit status was taken for its answer.
+    for way in ["EXIT0_ON_LOAD", "EXIT2_ON_LOAD"] {
+        fails_its_cells_only(
+            way,
+            "loading it ended the process that loaded it (exit status",
+        );
+    }
+}
+
+#[test]
+fn a_library_that_exits_only_once_past_its_probe_fails_the_run_saying_so() {
+    // It loads in its probe, then calls exit(0) when the command loads it: that exit's
+    // status is not the run's.
+    let (code, output) = run_with(Some("EXIT0_ON_SECOND_LOAD"), &[]);
+    assert_eq!(code, Some(1), "{output}");
+    assert!(
+        output.contains("ended by exit() from code that is not ipc-matrix's"),
+        "{output}"
+    );
+    assert!(!output.contains("PASS"), "{output}");
+}
+
+#[test]
+fn commands_that_only_read_the_matrix_are_not_ended_by_a_librarys_exit() {
+    let scratch = with_library("plugin-exit-matrix", Some("EXIT0_ON_LOAD"));
+    // The legs, whole: the broken library is its cells' business, not the job matrix's.
+    let out = scratch.run(&["matrix", "--github"]);
+    let output = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{output}");
+    let legs: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {output}"));
+    assert_eq!(
+        legs["include"].as_array().map(Vec::len),
+        Some(1),
+        "{output}"
+    );
+    // Its conformance checks fail, naming why; the command says so with exit 1.
+    let out = scratch.run(&["conformance"]);
+    let output = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{output}");
+    assert!(
+        output.contains("loading it ended the process that loaded it (exit status 0)"),
+        "{output}"
+    );
+}
+
+#[test]
+fn a_negative_status_is_told_as_the_c_int_it_is() {
+    fails_its_cells_only("NEGATIVE_STATUS", "send returned status -1,");
+}
+
+#[test]
+fn a_fifo_named_as_the_library_is_refused_by_its_type_not_waited_on() {
+    let scratch = Scratch::new("plugin-fifo", &matrix("lib/libseqpacket.so"));
+    std::fs::create_dir_all(scratch.path("lib")).unwrap();
+    let fifo = scratch.path("lib/libseqpacket.so");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let out = scratch.run(&["run", "--profile", "quick", "--out", "out"]);
+    let output = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{output}");
+    let failed = line_of(&output, "echo::seqpacket::200B");
+    assert!(
+        failed.contains("it is a FIFO, not a regular file"),
+        "{failed}"
+    );
+    assert!(
+        line_of(&output, "echo::local::200B").starts_with("PASS"),
+        "{output}"
+    );
+}
+
+#[test]
 fn a_crash_inside_the_library_on_the_measuring_side_fails_its_cell_not_the_run() {
     fails_its_cells_only(
         "CRASHING_MEASURER",

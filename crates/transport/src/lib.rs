@@ -52,8 +52,8 @@ pub use platform::{
     process_table, set_thread_cpus, thread_states, FutexWake, ProcessEntry,
 };
 pub use plugin::{
-    register_broken_plugin, register_linked_plugin, register_plugin, LinkedTable,
-    ABI_VERSION as PLUGIN_ABI_VERSION,
+    library_file_refusal, register_broken_plugin, register_linked_plugin, register_plugin,
+    try_load_plugin, LinkedTable, ABI_VERSION as PLUGIN_ABI_VERSION,
 };
 pub use shm::{SHM_CHUNK, SHM_RING_SLOTS};
 pub use stack::{

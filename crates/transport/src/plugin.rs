@@ -102,9 +102,43 @@ fn already_from(name: &str, library: &Path) -> Result<Option<StackName>, Registe
     }
 }
 
+/// Loads the library at `library` and checks its table, in this process, without
+/// registering it: what a plugin's probe (a process of its own) does. `Err` says why the
+/// library cannot be used, in the words its cells would fail with.
+pub fn try_load_plugin(name: &str, library: &Path) -> Result<(), String> {
+    load(name, library).map(|_| ())
+}
+
+/// A library is opened only when it is a regular file (symlinks followed): opening a FIFO
+/// waits for a writer that may never come, and a folder or a device is nothing to load.
+/// One that is not there is left to the loader, whose message names it.
+pub fn library_file_refusal(library: &Path) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = std::fs::metadata(library).ok()?.file_type();
+    let what = if kind.is_file() {
+        return None;
+    } else if kind.is_dir() {
+        "a folder"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "something other than a file"
+    };
+    Some(format!(
+        "it is {what}, not a regular file: a library is a file (refused before opening it)"
+    ))
+}
+
 /// Opens the library and checks its table.
 #[cfg(not(target_env = "musl"))]
 fn load(name: &str, library: &Path) -> Result<(Calls, StackTraits), String> {
+    if let Some(refusal) = library_file_refusal(library) {
+        return Err(refusal);
+    }
     // SAFETY: loading a library runs its initialisers: that is what naming it in
     // matrix.yaml asks for. It stays loaded for the life of the process (leaked below),
     // so the table and functions taken from it never dangle.

@@ -12,6 +12,7 @@
 #undef ipcm_stack_v1
 
 #include <signal.h>
+#include <unistd.h>
 
 static ipcm_stack_table_v1 hostile;
 /* Set in the process that listened: the measuring side, not the peer. */
@@ -115,6 +116,34 @@ static ipcm_status recv_short(ipcm_channel *c, uint8_t *buf, size_t capacity, si
 __attribute__((constructor)) static void crash_on_load(void) { abort(); }
 #endif
 
+#if defined(HOSTILE_EXIT0_ON_LOAD) || defined(HOSTILE_EXIT2_ON_LOAD)
+/* Loading the library ends the process that loads it, with a status of its choosing. */
+__attribute__((constructor)) static void exit_on_load(void) {
+#ifdef HOSTILE_EXIT0_ON_LOAD
+    exit(0);
+#else
+    exit(2);
+#endif
+}
+#endif
+
+#ifdef HOSTILE_EXIT0_ON_SECOND_LOAD
+/* Loads as it should the first time (the probe's), in the folder it is run from, and
+ * ends every later process that loads it with exit(0). */
+__attribute__((constructor)) static void exit_on_second_load(void) {
+    if (access("loaded-once", F_OK) == 0) exit(0);
+    FILE *mark = fopen("loaded-once", "w");
+    if (mark) fclose(mark);
+}
+#endif
+
+/* Returns -1, a status the ABI does not have (the header's enum is a C int). */
+static ipcm_status send_negative_status(ipcm_channel *c, const uint8_t *m, size_t len,
+                                        uint64_t deadline_ns, ipcm_error *error) {
+    if (measuring && c->sent >= 3) return (ipcm_status)-1;
+    return sp_send(c, m, len, deadline_ns, error);
+}
+
 #ifndef HOSTILE_NO_ENTRY
 const ipcm_stack_table_v1 *ipcm_stack_v1(void) {
     hostile = *seqpacket_stack_v1();
@@ -133,6 +162,8 @@ const ipcm_stack_table_v1 *ipcm_stack_v1(void) {
     hostile.recv = recv_lying;
 #elif defined(HOSTILE_UNKNOWN_STATUS)
     hostile.send = send_unknown_status;
+#elif defined(HOSTILE_NEGATIVE_STATUS)
+    hostile.send = send_negative_status;
 #elif defined(HOSTILE_CRASHING_PEER)
     hostile.send = send_crashing;
 #elif defined(HOSTILE_SILENT_PEER)

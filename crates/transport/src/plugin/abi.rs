@@ -288,8 +288,10 @@ impl Named {
                 self.name,
                 said()
             ))),
+            // The header's enum is a C int: -1 is told as -1.
             other => Err(self.lie(&format!(
-                "{call} returned status {other}, which ABI version 1 does not have (0 to 4)"
+                "{call} returned status {}, which ABI version 1 does not have (0 to 4)",
+                other as i32
             ))),
         }
     }
