@@ -4,6 +4,8 @@
 //! that "artifact" as `baseline accept --artifacts` takes CI's.
 
 use serde_yaml::Value;
+use std::ffi::OsStr;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -21,8 +23,20 @@ impl Empty {
         Self(dir)
     }
 
-    fn ipc_matrix(&self, args: &[&str]) -> std::process::Output {
-        Command::new(BIN)
+    /// The binary with `args`, run in the folder (through QEMU when the suite runs
+    /// emulated, as common::Scratch starts it).
+    fn ipc_matrix<S: AsRef<OsStr>>(&self, args: &[S]) -> std::process::Output {
+        let runner = std::env::var(ipc_matrix_scenario::PEER_RUNNER_ENV).unwrap_or_default();
+        let mut words = runner.split_whitespace();
+        let mut command = match words.next() {
+            Some(first) => {
+                let mut c = Command::new(first);
+                c.args(words).arg(BIN);
+                c
+            }
+            None => Command::new(BIN),
+        };
+        command
             .args(args)
             .current_dir(&self.0)
             .env_remove("GITHUB_ACTIONS")
@@ -55,6 +69,32 @@ impl Drop for Empty {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// Every file and folder below `folder`, recursively, each with its kind and size
+/// (symlinks not followed): what a refused or failed init must leave as it was.
+fn listing(folder: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut folders = vec![folder.to_path_buf()];
+    while let Some(next) = folders.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = path.symlink_metadata().unwrap();
+            let kind = match meta.file_type() {
+                k if k.is_dir() => "folder",
+                k if k.is_file() => "file",
+                k if k.is_symlink() => "symlink",
+                _ => "other",
+            };
+            if kind == "folder" {
+                folders.push(path.clone());
+            }
+            let rel = path.strip_prefix(folder).unwrap().display().to_string();
+            found.push(format!("{rel}: {kind}, {} bytes", meta.size()));
+        }
+    }
+    found.sort();
+    found
 }
 
 fn text(out: &std::process::Output) -> String {
@@ -128,6 +168,155 @@ fn init_writes_over_nothing_without_force_and_says_what_is_there() {
         std::fs::read_to_string(dir.0.join("matrix.yaml")).unwrap(),
         "mine\n"
     );
+}
+
+/// Runs init in `dir` with `args`, which it must refuse: exit 2, a message saying `said`,
+/// and every file and folder of `dir` as it was.
+fn refused_leaving_all_as_it_was(dir: &Empty, args: &[&str], said: &str) {
+    let before = listing(&dir.0);
+    let out = dir.ipc_matrix(args);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+    assert!(text(&out).contains(said), "{args:?}: {}", text(&out));
+    assert_eq!(listing(&dir.0), before, "{args:?}: {}", text(&out));
+}
+
+#[test]
+fn a_file_named_github_is_refused_before_anything_is_written() {
+    let dir = Empty::new("github-file");
+    std::fs::write(dir.0.join(".github"), "mine\n").unwrap();
+    refused_leaving_all_as_it_was(
+        &dir,
+        &["init", "--rev", REV],
+        "./.github is a file, not a folder",
+    );
+    // Nothing was left half-written: with the file moved away, init writes all.
+    std::fs::remove_file(dir.0.join(".github")).unwrap();
+    let out = dir.ipc_matrix(&["init", "--rev", REV]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+#[test]
+fn a_file_named_github_workflows_is_refused_before_anything_is_written() {
+    let dir = Empty::new("workflows-file");
+    std::fs::create_dir(dir.0.join(".github")).unwrap();
+    std::fs::write(dir.0.join(".github/workflows"), "mine\n").unwrap();
+    refused_leaving_all_as_it_was(
+        &dir,
+        &["init", "--rev", REV],
+        "./.github/workflows is a file, not a folder",
+    );
+}
+
+#[test]
+fn a_file_named_baselines_is_refused_before_anything_is_written() {
+    let dir = Empty::new("baselines-file");
+    std::fs::write(dir.0.join("baselines"), "mine\n").unwrap();
+    refused_leaving_all_as_it_was(
+        &dir,
+        &["init", "--rev", REV],
+        "./baselines is a file, not a folder",
+    );
+}
+
+#[test]
+fn a_symlink_to_nothing_or_a_folder_where_a_file_goes_is_refused_even_with_force() {
+    let dir = Empty::new("not-a-file");
+    std::os::unix::fs::symlink("nowhere", dir.0.join(".github")).unwrap();
+    refused_leaving_all_as_it_was(
+        &dir,
+        &["init", "--rev", REV],
+        "./.github is a symlink to nothing, not a folder",
+    );
+    std::fs::remove_file(dir.0.join(".github")).unwrap();
+    std::fs::create_dir_all(dir.0.join(".github/workflows/ipc-matrix.yml")).unwrap();
+    refused_leaving_all_as_it_was(
+        &dir,
+        &["init", "--rev", REV, "--force"],
+        "./.github/workflows/ipc-matrix.yml is a folder, not a file",
+    );
+}
+
+/// Unmounts its folder when dropped, whatever the test did.
+struct Mounted(PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let unmounted = Command::new("umount").arg(&self.0).status();
+        if !unmounted.is_ok_and(|s| s.success()) {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+}
+
+#[test]
+fn on_a_full_disk_init_leaves_the_folder_as_it_was() {
+    let dir = Empty::new("full-disk");
+    // The folder was made by this process: its owner is who the test runs as.
+    if std::fs::metadata(&dir.0).unwrap().uid() != 0 {
+        println!("skipped: mounting a small file system needs root");
+        return;
+    }
+    let disk = dir.0.join("disk");
+    std::fs::create_dir(&disk).unwrap();
+    let mount = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&disk)
+        .output();
+    match mount {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => {
+            println!("skipped: mount -t tmpfs failed: {}", text(&out));
+            return;
+        }
+        Err(e) => {
+            println!("skipped: no mount command: {e}");
+            return;
+        }
+    }
+    let _mounted = Mounted(disk.clone());
+    // Filled, then two pages freed (on 4 KiB pages): room for the first staged files,
+    // not for the workflow.
+    let filler_path = disk.join("filler");
+    let mut filler = std::fs::File::create(&filler_path).unwrap();
+    let page = [0u8; 4096];
+    while std::io::Write::write_all(&mut filler, &page).is_ok() {}
+    let full = filler.metadata().unwrap().len();
+    filler.set_len(full.saturating_sub(2 * 4096)).unwrap();
+    drop(filler);
+    let before = listing(&disk);
+    let out = dir.ipc_matrix(&["init", "--rev", REV, "disk"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("No space left on device"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(listing(&disk), before, "{}", text(&out));
+}
+
+#[test]
+fn a_plugin_value_that_is_not_utf8_is_refused_naming_the_flag_and_the_value() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = Empty::new("plugin-not-utf8");
+    let value = OsStr::from_bytes(b"mine=lib\xff\x1b[31m.so");
+    let args = [
+        OsStr::new("init"),
+        OsStr::new("--rev"),
+        OsStr::new(REV),
+        OsStr::new("--plugin"),
+        value,
+    ];
+    let out = dir.ipc_matrix(&args);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let said = text(&out);
+    for words in ["--plugin", "mine=lib\u{fffd}\\u{1b}[31m.so", "UTF-8"] {
+        assert!(said.contains(words), "{words} not in: {said}");
+    }
+    assert!(
+        !said.contains('\u{1b}'),
+        "an escape reached the terminal: {said}"
+    );
+    assert!(dir.files().is_empty(), "wrote {:?}", dir.files());
 }
 
 #[test]

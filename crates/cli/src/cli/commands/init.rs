@@ -4,9 +4,12 @@
 //! of matrix.yaml on a runner of its CPU, reports in the job summary. Nothing is written
 //! over: a file already there stops the command before any file is written, unless
 //! `--force`. What it writes is checked as the commands that read it will check it.
+//! Everything is decided before anything is written, and the files are written all whole
+//! or none ([`Plan`]): a refused or failed init leaves the folder as it was.
 
 use crate::exit_code;
 use anyhow::{bail, Context, Result};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The templates, in this folder's `init/`.
@@ -48,6 +51,33 @@ pub fn plugin_arg(text: &str) -> Result<PluginArg, NotAPluginArg> {
         name: name.to_owned(),
         library: library.to_owned(),
     })
+}
+
+/// Parses `--plugin NAME=LIBRARY` from the value as the OS gives it: one that is not
+/// UTF-8 is refused naming the flag and showing the value, which clap's own check for
+/// `&str` parsers does not.
+#[derive(Debug, Clone, Copy)]
+pub struct PluginArgParser;
+
+impl clap::builder::TypedValueParser for PluginArgParser {
+    type Value = PluginArg;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<PluginArg, clap::Error> {
+        if value.to_str().is_some() {
+            return clap::builder::TypedValueParser::parse_ref(&plugin_arg, cmd, arg, value);
+        }
+        let flag = arg.map_or_else(|| "--plugin".to_owned(), ToString::to_string);
+        let shown = ipc_matrix_results::printable(&value.to_string_lossy()).into_owned();
+        Err(cmd.clone().error(
+            clap::error::ErrorKind::InvalidUtf8,
+            format!("invalid value '{shown}' for '{flag}': it must be UTF-8 (it is written into matrix.yaml)"),
+        ))
+    }
 }
 
 /// What `init` writes: each file's path (relative) and text.
@@ -135,23 +165,10 @@ pub fn run(dir: &Path, plugin: Option<&PluginArg>, rev: Option<&str>, force: boo
         "this ipc-matrix was built outside a git checkout, so it cannot say which commit the workflow should install: give --rev <commit>",
     )?;
     let written = render(plugin, rev)?;
-    let there: Vec<PathBuf> = written
-        .files
-        .iter()
-        .map(|(path, _)| dir.join(path))
-        .filter(|path| path.symlink_metadata().is_ok())
-        .collect();
-    if !there.is_empty() && !force {
-        let list: Vec<String> = there.iter().map(|p| p.display().to_string()).collect();
-        bail!(
-            "{} already there; nothing written (--force writes over them)",
-            list.join(", ")
-        );
-    }
-    for (path, text) in &written.files {
-        let path = dir.join(path);
-        write_whole(&path, text).with_context(|| format!("writing {}", path.display()))?;
-        eprintln!("     Created {}", path.display());
+    let plan = Plan::decide(dir, &written, force)?;
+    plan.write()?;
+    for file in &plan.files {
+        eprintln!("     Created {}", file.path.display());
     }
     eprintln!(
         "ipc-matrix {} pinned at {rev} in the workflow. Next: `ipc-matrix run` here; after the \
@@ -162,15 +179,234 @@ pub fn run(dir: &Path, plugin: Option<&PluginArg>, rev: Option<&str>, force: boo
     Ok(exit_code::OK)
 }
 
-/// Writes `text` to `path` whole or not at all (a file beside it, renamed over it), its
-/// folders made first.
-fn write_whole(path: &Path, text: &str) -> std::io::Result<()> {
-    let folder = path.parent().expect("a file in a folder");
-    std::fs::create_dir_all(folder)?;
+/// What `init` writes where, decided before anything is written: the folders to make,
+/// shallowest first, and each file.
+struct Plan<'a> {
+    folders: Vec<PathBuf>,
+    files: Vec<PlannedFile<'a>>,
+}
+
+struct PlannedFile<'a> {
+    path: PathBuf,
+    text: &'a str,
+    /// A regular file is there already (written over: `--force`).
+    replaces: bool,
+}
+
+impl<'a> Plan<'a> {
+    /// Looks at every folder on each file's path below `dir` and at each file's place:
+    /// whatever would make a write fail half-way refuses the whole command here.
+    fn decide(dir: &Path, written: &'a Written, force: bool) -> Result<Self> {
+        let mut refusals = Vec::new();
+        let mut folders = Vec::new();
+        let mut files = Vec::new();
+        'files: for (relative, text) in &written.files {
+            let path = dir.join(relative);
+            let mut folder = dir.to_path_buf();
+            let mut missing_above = false;
+            for part in Path::new(relative)
+                .parent()
+                .into_iter()
+                .flat_map(Path::components)
+            {
+                folder.push(part);
+                if missing_above {
+                    if !folders.contains(&folder) {
+                        folders.push(folder.clone());
+                    }
+                    continue;
+                }
+                match find_folder(&folder)? {
+                    Folder::There => {}
+                    Folder::Missing => {
+                        missing_above = true;
+                        if !folders.contains(&folder) {
+                            folders.push(folder.clone());
+                        }
+                    }
+                    Folder::Refused(what) => {
+                        let refusal = format!(
+                            "{} is {what}, not a folder, and init writes {} in it (move it away, or give init another folder)",
+                            folder.display(),
+                            path.display()
+                        );
+                        if !refusals.contains(&refusal) {
+                            refusals.push(refusal);
+                        }
+                        continue 'files;
+                    }
+                }
+            }
+            let replaces = match path.symlink_metadata() {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+                Err(e) => bail!("{}: {e}; nothing written", path.display()),
+                Ok(meta) if meta.file_type().is_file() => true,
+                Ok(meta) => {
+                    refusals.push(format!(
+                        "{} is {}, not a file: init writes only over files, even with --force (move it away)",
+                        path.display(),
+                        what_is(meta.file_type())
+                    ));
+                    continue;
+                }
+            };
+            files.push(PlannedFile {
+                path,
+                text,
+                replaces,
+            });
+        }
+        if !refusals.is_empty() {
+            bail!("{}; nothing written", refusals.join("; "));
+        }
+        let there: Vec<String> = files
+            .iter()
+            .filter(|f| f.replaces)
+            .map(|f| f.path.display().to_string())
+            .collect();
+        if !there.is_empty() && !force {
+            bail!(
+                "{} already there; nothing written (--force writes over them)",
+                there.join(", ")
+            );
+        }
+        Ok(Self { folders, files })
+    }
+
+    /// Writes every file whole, or none: the folders made, each file staged beside its
+    /// place, then, all staged, each renamed into place. On a failure, what this wrote is
+    /// removed again (a file it wrote over stays written over).
+    fn write(&self) -> Result<()> {
+        let mut undo = Undo::default();
+        for folder in &self.folders {
+            std::fs::create_dir(folder).map_err(|e| {
+                anyhow::anyhow!("making {}: {e}; nothing written", folder.display())
+            })?;
+            undo.folders.push(folder.clone());
+        }
+        for file in &self.files {
+            let staged = staged_path(&file.path);
+            let mut out = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&staged)
+                .map_err(|e| {
+                    anyhow::anyhow!("writing {}: {e}; nothing written", staged.display())
+                })?;
+            undo.staged.push(staged.clone());
+            // Synced, so that a crash after the rename cannot leave an empty file there.
+            out.write_all(file.text.as_bytes())
+                .and_then(|()| out.sync_all())
+                .map_err(|e| {
+                    anyhow::anyhow!("writing {}: {e}; nothing written", file.path.display())
+                })?;
+        }
+        let mut staged = std::mem::take(&mut undo.staged).into_iter();
+        for file in &self.files {
+            let from = staged.next().expect("each file staged");
+            if let Err(e) = std::fs::rename(&from, &file.path) {
+                let but = match undo.replaced.is_empty() {
+                    true => String::new(),
+                    false => {
+                        let over: Vec<String> = undo
+                            .replaced
+                            .iter()
+                            .map(|p| p.display().to_string())
+                            .collect();
+                        format!(" but {} (written over)", over.join(", "))
+                    }
+                };
+                undo.staged = std::iter::once(from.clone()).chain(staged).collect();
+                bail!(
+                    "renaming {} to {}: {e}; nothing written{but}",
+                    from.display(),
+                    file.path.display()
+                );
+            }
+            match file.replaces {
+                true => undo.replaced.push(file.path.clone()),
+                false => undo.placed.push(file.path.clone()),
+            }
+        }
+        undo.finished = true;
+        Ok(())
+    }
+}
+
+/// What a write made so far, removed when dropped before it finished: new files in
+/// their places, staged files, then the folders it made, deepest first, if empty.
+#[derive(Default)]
+struct Undo {
+    folders: Vec<PathBuf>,
+    staged: Vec<PathBuf>,
+    placed: Vec<PathBuf>,
+    replaced: Vec<PathBuf>,
+    finished: bool,
+}
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        for file in self.placed.iter().chain(&self.staged) {
+            let _ = std::fs::remove_file(file);
+        }
+        for folder in self.folders.iter().rev() {
+            let _ = std::fs::remove_dir(folder);
+        }
+    }
+}
+
+/// Where a file is written before it is renamed into place: beside it, hidden, this
+/// process's.
+fn staged_path(path: &Path) -> PathBuf {
     let name = path.file_name().expect("a file name").to_string_lossy();
-    let partial = folder.join(format!(".{name}.init-{}", std::process::id()));
-    std::fs::write(&partial, text)?;
-    std::fs::rename(&partial, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&partial);
-    })
+    path.with_file_name(format!(".{name}.init-{}", std::process::id()))
+}
+
+/// A folder on a written file's path, as `init` finds it.
+enum Folder {
+    /// A folder, or a symlink to one.
+    There,
+    Missing,
+    /// Something else, in words.
+    Refused(String),
+}
+
+/// What is at `folder`; a symlink is followed to see whether it leads to a folder.
+fn find_folder(folder: &Path) -> Result<Folder> {
+    let meta = match folder.symlink_metadata() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Folder::Missing),
+        Err(e) => bail!("{}: {e}; nothing written", folder.display()),
+        Ok(meta) => meta,
+    };
+    if meta.is_dir() {
+        return Ok(Folder::There);
+    }
+    if !meta.file_type().is_symlink() {
+        return Ok(Folder::Refused(what_is(meta.file_type()).to_owned()));
+    }
+    match std::fs::metadata(folder) {
+        Ok(target) if target.is_dir() => Ok(Folder::There),
+        Ok(target) => Ok(Folder::Refused(format!(
+            "a symlink to {}",
+            what_is(target.file_type())
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(Folder::Refused("a symlink to nothing".to_owned()))
+        }
+        Err(e) => bail!("{}: {e}; nothing written", folder.display()),
+    }
+}
+
+/// What an entry is, in words (a symlink as itself).
+fn what_is(kind: std::fs::FileType) -> &'static str {
+    if kind.is_file() {
+        "a file"
+    } else if kind.is_symlink() {
+        "a symlink"
+    } else {
+        ipc_matrix_results::describe_file_kind(kind)
+    }
 }
