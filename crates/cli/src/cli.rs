@@ -179,7 +179,7 @@ enum Command {
         dir: PathBuf,
         /// Your stack in a shared library with the C ABI (include/ipc_matrix_stack.h):
         /// its name and its library's path from DIR, `{arch}` for the CPU's name.
-        #[arg(long, value_name = "NAME=LIBRARY", value_parser = commands::init::plugin_arg)]
+        #[arg(long, value_name = "NAME=LIBRARY", value_parser = commands::init::PluginArgParser)]
         plugin: Option<commands::init::PluginArg>,
         /// The commit of ipc-matrix the workflow installs; default: the one this binary
         /// was built from.
@@ -257,9 +257,19 @@ pub fn main() -> ExitCode {
     ipc_matrix_transport::conformance::serve_if_requested();
     crate::cell_process::serve_if_requested();
     crate::plugin_probe::serve_if_requested();
+    crate::exit_guard::arm();
+    crate::exit_guard::ours(run())
+}
+
+/// [`main`], once this process is the command: every status it returns is the command's.
+fn run() -> ExitCode {
     let color = crate::term::color_arg(std::env::args_os());
-    let matches = Cli::command().color(color).get_matches();
-    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let matches = Cli::command()
+        .color(color)
+        .try_get_matches()
+        .unwrap_or_else(|e| crate::exit_guard::exit(clap_exit(&e)));
+    let mut cli =
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| crate::exit_guard::exit(clap_exit(&e)));
     let format = match &cli.command {
         Command::List { output, .. } | Command::Run { output, .. } => output.message_format,
         Command::Probe { output, json, .. } if *json => MessageFormat::Json,
@@ -284,13 +294,24 @@ pub fn main() -> ExitCode {
                 "error: {}",
                 ipc_matrix_results::printable(&crate::error_text::error_text(&e))
             );
-            ExitCode::from(if e.is::<NoCells>() {
-                exit_code::NO_CELLS
-            } else {
-                exit_code::USAGE
-            })
+            ExitCode::from(error_code(&e))
         }
     }
+}
+
+/// The exit status of a command that failed with `e`.
+fn error_code(e: &anyhow::Error) -> u8 {
+    if e.is::<NoCells>() {
+        exit_code::NO_CELLS
+    } else {
+        exit_code::USAGE
+    }
+}
+
+/// Prints clap's message (help, version, or an error) as clap would, and its status.
+fn clap_exit(e: &clap::Error) -> i32 {
+    let _ = e.print();
+    e.exit_code()
 }
 
 /// Finds the matrix file of the commands that read one, unless given.
@@ -365,17 +386,27 @@ fn dispatch(command: Command) -> anyhow::Result<u8> {
             judging,
             ..
         } => {
-            if count {
-                let results = out
-                    .clone()
-                    .unwrap_or_else(|| crate::default_out_dir(&selection.root()));
-                let options = crate::counted_run::CountOptions {
-                    qemu,
-                    plugin: count_plugin,
-                };
-                crate::counted_run::start(&options, &results)?;
+            if !count {
+                return commands::run::run(&selection, out, fail_fast, judging);
             }
-            commands::run::run(&selection, out, fail_fast, judging)
+            let results = out
+                .clone()
+                .unwrap_or_else(|| crate::default_out_dir(&selection.root()));
+            let options = crate::counted_run::CountOptions {
+                qemu,
+                plugin: count_plugin,
+            };
+            match crate::counted_run::start(&options, &results)? {
+                crate::counted_run::Counted::Done(code) => Ok(code),
+                crate::counted_run::Counted::Here(started) => {
+                    let outcome = commands::run::run(&selection, out, fail_fast, judging);
+                    started.finish(match &outcome {
+                        Ok(code) => *code,
+                        Err(e) => error_code(e),
+                    });
+                    outcome
+                }
+            }
         }
         Command::Report {
             stored,

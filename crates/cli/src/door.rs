@@ -57,7 +57,18 @@ impl CompiledPath {
 pub fn run(crate_dir: &Path, extra: Vec<Trial>) -> ExitCode {
     ipc_matrix_scenario::serve_if_requested();
     crate::plugin_probe::serve_if_requested();
-    let args = Arguments::from_args();
+    // A cell's stack runs in this process: its exit(0) must not read as a pass.
+    crate::exit_guard::arm();
+    crate::exit_guard::ours(run_trials(crate_dir, extra))
+}
+
+/// [`run`], once this process is the test binary.
+fn run_trials(crate_dir: &Path, extra: Vec<Trial>) -> ExitCode {
+    use clap::Parser;
+    let args = Arguments::try_parse().unwrap_or_else(|e| {
+        let _ = e.print();
+        crate::exit_guard::exit(e.exit_code())
+    });
     if !crate::environment_is_accepted() {
         return ExitCode::from(exit_code::USAGE);
     }

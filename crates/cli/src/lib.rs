@@ -9,6 +9,7 @@ pub mod commit;
 pub mod counted_run;
 pub mod door;
 pub mod error_text;
+pub mod exit_guard;
 pub mod format;
 mod plugin_probe;
 pub mod progress;

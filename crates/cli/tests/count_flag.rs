@@ -133,10 +133,11 @@ fn a_count_starts_this_binary_under_the_emulator_as_the_count_pass_does() {
             plugin.to_str().unwrap(),
         ],
     );
-    assert_eq!(
-        code,
-        Some(7),
-        "the run's exit status is the emulated run's: {all}"
+    // It never started the run under it: its status is not the run's.
+    assert_eq!(code, Some(2), "{all}");
+    assert!(
+        all.contains("exited with status 7 before the run started under it"),
+        "{all}"
     );
     let seen = std::fs::read_to_string(&seen).unwrap();
     let model = match std::env::consts::ARCH {
@@ -159,4 +160,68 @@ fn a_count_starts_this_binary_under_the_emulator_as_the_count_pass_does() {
     ] {
         assert!(seen.contains(&part), "`{part}` not in: {seen}");
     }
+}
+
+/// A stand-in emulator that loads plugins (by its `-h`) and otherwise runs `run`.
+fn emulator(s: &Scratch, run: &str) -> PathBuf {
+    script(
+        &s.0,
+        "qemu",
+        &format!("case \"$1\" in\n  --version) echo 'qemu-x version 7.2.22' ;;\n  -h) echo '-plugin      [file=]<file>' ;;\n  *) {run} ;;\nesac"),
+    )
+}
+
+fn count_with(s: &Scratch, qemu: &Path) -> (Option<i32>, String) {
+    let plugin = script(&s.0, "plugin.so", "");
+    run_count(
+        s,
+        &[
+            "--qemu",
+            qemu.to_str().unwrap(),
+            "--count-plugin",
+            plugin.to_str().unwrap(),
+        ],
+    )
+}
+
+#[test]
+fn an_emulator_that_runs_nothing_and_exits_0_fails_the_run() {
+    let s = Scratch::new("count-flag-exit0", MATRIX);
+    let qemu = emulator(&s, "exit 0");
+    let (code, all) = count_with(&s, &qemu);
+    assert_eq!(code, Some(2), "{all}");
+    assert!(
+        all.contains("exited with status 0 before the run started under it"),
+        "{all}"
+    );
+    assert!(!s
+        .path("results")
+        .join("x86_64-unknown-linux-gnu@qemu")
+        .exists());
+    assert!(!all.contains("PASS"), "{all}");
+}
+
+#[test]
+fn an_emulator_that_never_answers_is_stopped_and_refused() {
+    let s = Scratch::new("count-flag-silent", MATRIX);
+    let qemu = script(&s.0, "qemu", "exec sleep 600");
+    let (code, all) = count_with(&s, &qemu);
+    assert_eq!(code, Some(2), "{all}");
+    assert!(all.contains("did not answer `-h`"), "{all}");
+}
+
+#[test]
+fn an_emulator_whose_status_differs_from_the_runs_fails_the_run() {
+    // It starts the run (under the runner the tests run under, if any) and then exits 0
+    // whatever the run said: the run's cells are not counted here (the stand-in loads
+    // no plugin), so the run fails, and the emulator's 0 must not become the command's.
+    let s = Scratch::new("count-flag-lies", MATRIX);
+    let outer = std::env::var("IPC_MATRIX_PEER_RUNNER").unwrap_or_default();
+    let qemu = emulator(&s, &format!("shift 2; {outer} \"$@\"; exit 0"));
+    let (code, all) = count_with(&s, &qemu);
+    assert_eq!(code, Some(1), "{all}");
+    assert!(
+        all.contains("and then the emulator") && all.contains("exited with status 0"),
+        "{all}"
+    );
 }

@@ -44,6 +44,12 @@ pub const VARIABLES: &[Variable] = &[
         },
     },
     Variable {
+        name: "IPC_MATRIX_COUNTED_STATUS",
+        accepts: "a path: the file where a counted run says that it started and how it ended",
+        set_by: "`ipc-matrix run --count`, for the run it starts under the emulator",
+        check: one_line,
+    },
+    Variable {
         name: "IPC_MATRIX_UNCOUNTED",
         accepts: "one line of text: why an emulated run is not counted",
         set_by: "scripts/qemu-run",
