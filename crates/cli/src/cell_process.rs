@@ -230,17 +230,23 @@ fn where_it_stopped(cell: &Cell, reached: u64, exact: bool, reason: String) -> F
     }
 }
 
+/// What a working cell's child may take between two round trips beyond twice the round
+/// trip's deadline: the floor's blocks, timed between round trips.
+const BETWEEN_ROUND_TRIPS: Duration = Duration::from_secs(10);
+
 /// The longest a working cell's child may go without finishing a round trip, once it has
-/// done `reached`: twice the cell's deadline of one round trip, and time for the floor's
-/// blocks timed between round trips; before the first and after the last, set-up (its
-/// peer started, which may take START_LIMIT, and connected, or stopped) besides.
+/// done `reached`: twice the cell's deadline of one round trip, and
+/// [`BETWEEN_ROUND_TRIPS`]; before the first and after the last, set-up (the peer
+/// connected or stopped, `setup_timeout`) and the peer's start (up to START_LIMIT)
+/// besides. The C ABI's page and header state the same sum
+/// (`the_documented_limits_of_a_stuck_call_are_the_codes`).
 fn silence_limit(cell: &Cell, options: &RunOptions, reached: u64) -> Duration {
     let round_trip = match &cell.work {
         Work::Echo(e) | Work::Bulk(e) => e.timeout,
         Work::Codec(f) => f.timeout,
         _ => Duration::from_secs(30),
     };
-    let between = round_trip * 2 + Duration::from_secs(10);
+    let between = round_trip * 2 + BETWEEN_ROUND_TRIPS;
     let total = cell.iterations.saturating_add(cell.warmup);
     if reached > 0 && reached < total {
         between
@@ -297,5 +303,69 @@ fn tempfile_dir() -> Result<TempDir, String> {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the C ABI's page and its header say of a call that does not come back, in the
+    /// code's numbers: the sum [`silence_limit`] allows, word for word.
+    fn the_promise() -> String {
+        format!(
+            "stopped once the cell has made no progress for twice its round-trip `timeout` \
+             and {} s ({} s of set-up and up to {} s for its peer's start more before the \
+             first round trip and after the last)",
+            BETWEEN_ROUND_TRIPS.as_secs(),
+            RunOptions::default().setup_timeout.as_secs(),
+            START_LIMIT.as_secs()
+        )
+    }
+
+    /// `text` with C comment margins gone and every run of white space one space.
+    fn flat(text: &str) -> String {
+        text.lines()
+            .map(|l| l.trim().trim_start_matches('*').trim())
+            .collect::<Vec<_>>()
+            .join(" ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn the_documented_limits_of_a_stuck_call_are_the_codes() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        for file in [
+            "docs/src/stacks/c-abi.md",
+            "crates/transport/include/ipc_matrix_stack.h",
+        ] {
+            let text = std::fs::read_to_string(root.join(file)).unwrap();
+            assert!(
+                flat(&text).contains(&the_promise()),
+                "{file} does not say: {}",
+                the_promise()
+            );
+        }
+    }
+
+    #[test]
+    fn a_stuck_set_up_is_stopped_at_the_sum_the_documents_give() {
+        let matrix = "version: 1
+targets: [{ triple: x86_64-unknown-linux-gnu, runner: native, blocks_merge: true }]
+profiles: { quick: { description: test } }
+scenarios:
+  - { name: echo, kind: echo, transports: [tcp], payloads: [200B], iterations: 10, warmup: 0, timeout: 2s }
+";
+        let spec = ipc_matrix_spec::Spec::parse(matrix, Path::new("matrix.yaml")).unwrap();
+        let cell = spec.cells("quick").unwrap().remove(0);
+        let options = RunOptions::default();
+        let between = Duration::from_secs(2) * 2 + BETWEEN_ROUND_TRIPS;
+        assert_eq!(silence_limit(&cell, &options, 5), between);
+        assert_eq!(
+            silence_limit(&cell, &options, 0),
+            between + options.setup_timeout + START_LIMIT
+        );
     }
 }

@@ -41,8 +41,9 @@
  *   normal operation.
  * - In `ipc-matrix run`, each cell's measuring side runs in a process of its own: a
  *   crash there fails the cell, and a call that does not come back is stopped once the
- *   cell has made no progress for twice its round-trip timeout and 10 s (30 s more
- *   before the first round trip and after the last).
+ *   cell has made no progress for twice its round-trip `timeout` and 10 s (30 s of
+ *   set-up and up to 63 s for its peer's start more before the first round trip and
+ *   after the last).
  * - The loaned path (loan/commit/cancel, borrow/release) is optional: leave all five NULL
  *   (and max_loan 0) for a stack that only copies. With it, ipc-matrix writes a request
  *   straight into your loan and compares a reply where it lies, as a zero-copy stack's
