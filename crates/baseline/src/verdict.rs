@@ -292,6 +292,9 @@ fn judge_cell(
             .notes
             .push(format!("peer slowed by {us} us per reply on purpose"));
     }
+    if let Some(unseen) = &result.goodbye {
+        verdict.notes.push(unseen.clone());
+    }
     let base = baseline.and_then(|b| b.cells.get(&result.cell.id));
     if result.outcome.passed {
         let compiled_by = baseline.map(|b| b.environment.rustc.as_str());

@@ -255,6 +255,11 @@ def connect():
     if config["transport"] == "tcp":
         host, port = config["address"].rsplit(":", 1)
         sock = socket.create_connection((host, int(port)))
+    elif config["transport"] == "udp":
+        host, port = config["address"].rsplit(":", 1)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.connect((host, int(port)))
+        sock.send(b"ipc-matrix udp hello v1")
     else:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(config["address"])
@@ -264,6 +269,10 @@ def echo(sock, replies):
     for _ in range(replies):
         (length,) = struct.unpack("<Q", read_exact(sock, 8))
         sock.sendall(struct.pack("<Q", length) + read_exact(sock, length))
+
+def echo_datagrams(sock, replies):
+    for _ in range(replies):
+        sock.send(sock.recv(65536))
 "#;
 
 /// The goodbye is verified: a peer that answers every round trip but exits without
@@ -338,6 +347,84 @@ fn the_goodbye_is_read_by_the_process_the_cell_started() {
     );
     let (code, all) = run_bounded(&s, &["run", "--out", "out"].map(OsStr::new));
     assert_eq!(code, Some(0), "{all}");
+}
+
+/// What a datagram cell can see of its goodbye: a UDP peer whose socket was closed when
+/// the goodbye arrived fails (the kernel answered "port unreachable"); one that left it
+/// unread in a socket still open cannot be seen, and its passing result says so
+/// (`goodbye`). The peer that reads its goodbye passes, with that note.
+#[test]
+fn over_udp_a_goodbye_that_finds_the_socket_closed_fails_and_what_cannot_be_seen_is_said() {
+    const REFUSED: &str = "its socket was closed when the goodbye arrived";
+    const EXITED: &str = "before it was told goodbye";
+    const UNSEEN: &str = "cannot be seen over datagrams";
+    // What the run printed, and the stored result's `goodbye` note (if any).
+    let run = |name: &str, body: &str| {
+        let s = Scratch::new(&format!("hostile-udp-goodbye-{name}"), MATRIX);
+        python_peer_matrix(&s, body, "udp");
+        let (code, all) = run_bounded(&s, &["run", "--out", "out"].map(OsStr::new));
+        let cell = ipc_matrix_results::run_dir(&s.path("out"), &common::leg(), "quick")
+            .join("cells/echo.udp.200B.json");
+        let stored: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&cell).unwrap()).unwrap();
+        let note = stored["goodbye"].as_str().map(str::to_string);
+        (s, code, all, note)
+    };
+    for round in 0..3 {
+        // Closes its socket after its last reply and lingers, alive: the goodbye reaches
+        // a closed port, which the kernel answers (or, on a machine so loaded that the
+        // linger ran out first, it had exited).
+        let (_s, code, all, _) = run(
+            &format!("closes-{round}"),
+            "import time\nsock = connect()\necho_datagrams(sock, 43)\nsock.close()\ntime.sleep(0.5)\nos._exit(0)\n",
+        );
+        assert_eq!(code, Some(1), "closes-and-lingers, round {round}: {all}");
+        assert!(
+            all.contains("FAIL") && (all.contains(REFUSED) || all.contains(EXITED)),
+            "closes-and-lingers, round {round}: {all}"
+        );
+        // Exits at once after its last reply, or lingers with its socket open and the
+        // goodbye unread in it: seen when its socket was closed (or it had exited) by the
+        // time the goodbye came; otherwise the cell passes and says what it cannot see.
+        for (name, body) in [
+            ("exits", "sock = connect()\necho_datagrams(sock, 43)\nos._exit(0)\n"),
+            (
+                "lingers-open",
+                "import time\nsock = connect()\necho_datagrams(sock, 43)\ntime.sleep(0.3)\nos._exit(0)\n",
+            ),
+        ] {
+            let (_s, code, all, note) = run(&format!("{name}-{round}"), body);
+            match code {
+                Some(1) => assert!(
+                    all.contains("FAIL") && (all.contains(REFUSED) || all.contains(EXITED)),
+                    "{name}, round {round}: {all}"
+                ),
+                Some(0) => assert!(
+                    note.as_deref().is_some_and(|n| n.contains(UNSEEN)),
+                    "{name}, round {round}: passed without the note ({note:?}): {all}"
+                ),
+                _ => panic!("{name}, round {round}: {all}"),
+            }
+        }
+    }
+    // The peer that reads its goodbye passes, with the note, in its result and in the
+    // report's notes.
+    let (s, code, all, note) = run(
+        "good",
+        "sock = connect()\necho_datagrams(sock, 43)\nos._exit(0 if sock.recv(65536) == b\"\" else 4)\n",
+    );
+    assert_eq!(code, Some(0), "{all}");
+    assert!(
+        note.as_deref().is_some_and(|n| n.contains(UNSEEN)),
+        "{note:?}"
+    );
+    let report = s.run(&["report", "--results", "out", "--baselines", "baselines"]);
+    assert!(report.status.success(), "{}", text(&report));
+    let markdown = std::fs::read_to_string(
+        ipc_matrix_results::run_dir(&s.path("out"), &common::leg(), "quick").join("report.md"),
+    )
+    .unwrap();
+    assert!(markdown.contains(UNSEEN), "{markdown}");
 }
 
 /// Control characters from matrix.yaml (a peer's command word) reach the terminal

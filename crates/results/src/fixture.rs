@@ -95,6 +95,7 @@ pub fn passed(cell: &Cell, environment: &Environment, samples_ns: Vec<u64>) -> C
         logging: None,
         instructions: None,
         uncounted: None,
+        goodbye: None,
         round_trips_per_sec: Some(samples_ns.len() as f64 / seconds),
         throughput: Some(Throughput {
             mb_per_s: bytes / seconds / 1e6,

@@ -77,6 +77,12 @@ pub struct CellResult {
     /// kinds over a channel (`echo`, `bulk`, `codec`): absent for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_path: Option<MessagePath>,
+    /// What the check of the peer's goodbye could not see, in a cell that passed: over
+    /// datagrams (UDP), a goodbye left unread in a socket still open when it arrived
+    /// leaves no trace (one that finds the socket closed fails the cell). Absent where
+    /// the goodbye is seen whole, and in results written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodbye: Option<String>,
     /// `udp-load` cells: what the clients sent and what came back.
     #[serde(default)]
     pub load: Option<LoadStats>,

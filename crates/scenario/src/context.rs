@@ -167,6 +167,9 @@ pub(crate) struct Tally {
     pub(crate) logging: Option<LoggingStats>,
     /// How the round trips' bytes moved (kinds over a channel).
     pub(crate) message_path: Option<MessagePath>,
+    /// What the check of the peer's goodbye could not see, when the cell passed it
+    /// ([`CellResult::goodbye`](ipc_matrix_results::CellResult::goodbye)).
+    pub(crate) goodbye: Option<String>,
     /// The cell's instruction counting, when it runs under QEMU's counting plugin (set by
     /// the runner; the request/reply loop and the peer open and close its windows).
     pub(crate) counting: Option<Counting>,

@@ -174,6 +174,7 @@ pub fn run_cell(cell: &Cell, options: &RunOptions) -> CellResult {
         peer_delay_us: options.peer_delay_for(cell).map(|d| d.as_micros() as u64),
         peer_extra_work: options.peer_extra_work_for(cell),
         message_path: tally.message_path,
+        goodbye: tally.goodbye.take(),
         own_setup: own_setup.map(|own| OwnSetup {
             ratio: recorder
                 .stats()
@@ -229,6 +230,7 @@ pub fn unfinished_cell(
         peer_delay_us: options.peer_delay_for(cell).map(|d| d.as_micros() as u64),
         peer_extra_work: options.peer_extra_work_for(cell),
         message_path: None,
+        goodbye: None,
         own_setup: None,
         load: None,
         logging: None,

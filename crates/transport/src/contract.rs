@@ -101,6 +101,16 @@ pub trait Channel: Send {
         false
     }
 
+    /// After the other side has exited: whether a message of ours found its end already
+    /// closed, which a datagram's kernel answers with "port unreachable" (UDP: the
+    /// connected socket's pending error, `ECONNREFUSED`), and which no receive has
+    /// reported since. Asked once, it forgets. `false` (the default) where the transport
+    /// cannot tell. A datagram that reached an open end and was left unread there leaves
+    /// no trace either way.
+    fn refused_after_close(&mut self) -> bool {
+        false
+    }
+
     /// The loaned path ([`Loans`]), when this transport has one: shared memory and
     /// iceoryx2 do. `None` (the default): only the copying path above.
     fn loans(&mut self) -> Option<&mut dyn Loans> {

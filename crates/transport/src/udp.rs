@@ -179,4 +179,53 @@ impl Channel for UdpChannel {
     fn is_lossy(&self) -> bool {
         true
     }
+
+    /// A datagram of ours reached the peer's port after its socket was closed: the
+    /// kernel answered "port unreachable", which this socket (connected to the peer's
+    /// address since its hello) holds as its pending error until a call reports it.
+    fn refused_after_close(&mut self) -> bool {
+        self.socket
+            .take_error()
+            .is_ok_and(|e| e.is_some_and(|e| e.kind() == io::ErrorKind::ConnectionRefused))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A datagram that reaches the peer's port after its socket was closed is told (the
+    /// kernel answers "port unreachable"), once; one left unread in a socket still open,
+    /// closed after it arrived, is not.
+    #[test]
+    fn a_datagram_to_a_closed_socket_is_told_once_and_one_left_unread_is_not() {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for closed_first in [true, false] {
+            let acceptor = Box::new(UdpAcceptor::bind(None).unwrap());
+            let PeerAddress::Udp { addr } = acceptor.address() else {
+                unreachable!("a UDP acceptor has a UDP address")
+            };
+            let peer = connect(addr, deadline).unwrap();
+            let mut ours = acceptor.accept(std::process::id(), deadline).unwrap();
+            assert!(!ours.refused_after_close(), "nothing was refused yet");
+            if closed_first {
+                drop(peer);
+                ours.send(&[], deadline).unwrap();
+                let told = std::iter::repeat_with(|| {
+                    std::thread::sleep(Duration::from_millis(5));
+                    ours.refused_after_close()
+                })
+                .take(200)
+                .any(|told| told);
+                assert!(told, "the closed port's refusal was not told");
+                assert!(!ours.refused_after_close(), "told twice");
+            } else {
+                ours.send(&[], deadline).unwrap();
+                std::thread::sleep(Duration::from_millis(20));
+                drop(peer);
+                std::thread::sleep(Duration::from_millis(50));
+                assert!(!ours.refused_after_close(), "an unread datagram was told");
+            }
+        }
+    }
 }

@@ -22,6 +22,13 @@ use std::time::Instant;
 const NOTHING_AFTER_GOODBYE: std::time::Duration = std::time::Duration::from_millis(20);
 /// Bytes a reply may exceed its request by and still be read (and reported as too long).
 const REPLY_SLACK: usize = 1024;
+/// What a passing cell over datagrams says of its goodbye ([`CellResult::goodbye`]): a
+/// goodbye that reaches a closed socket is seen (the kernel answers "port unreachable"),
+/// one left unread in a socket still open is not.
+///
+/// [`CellResult::goodbye`]: ipc_matrix_results::CellResult::goodbye
+const GOODBYE_UNSEEN_OVER_DATAGRAMS: &str =
+    "an unread goodbye cannot be seen over datagrams if the peer's socket was still open when it arrived";
 
 /// Runs an `echo` or `bulk` cell (`codec` None: the payload bytes are echoed) or a
 /// `codec` cell (sensor frames in that codec's format).
@@ -93,6 +100,7 @@ pub(crate) fn echo(
         };
         return round_trip::measure(cell, limits, &mut endpoint, requests, tally);
     }
+    let lossy = channel.is_lossy();
     let mut endpoint = ChannelEndpoint {
         channel,
         peer,
@@ -100,7 +108,12 @@ pub(crate) fn echo(
         limit,
         exchanges: path == MessagePath::Streamed,
     };
-    round_trip::measure(cell, limits, &mut endpoint, requests, tally)
+    let measured = round_trip::measure(cell, limits, &mut endpoint, requests, tally);
+    // The goodbye was checked as far as datagrams let it be: the result says how far.
+    if measured.is_ok() && lossy {
+        tally.goodbye = Some(GOODBYE_UNSEEN_OVER_DATAGRAMS.to_string());
+    }
+    measured
 }
 
 /// How the cell's round trips move their bytes. A cell that asks for a path (its
@@ -320,6 +333,16 @@ fn goodbye(
         .send(&[], deadline)
         .map_err(GoodbyeError::NotDelivered);
     expect_clean_exit(peer, said, deadline)?;
+    // A datagram's goodbye that reached the peer's port after its socket was closed: the
+    // peer stopped after its last reply without reading on. (One left unread in a socket
+    // still open, closed after it arrived, leaves no trace: see the result's `goodbye`.)
+    if channel.refused_after_close() {
+        return Err(Failure {
+            kind: FailureKind::Shutdown,
+            round_trip: None,
+            reason: "the peer exited without reading its goodbye: its socket was closed when the goodbye arrived (the kernel answered port unreachable; a peer must read on until the empty message and exit after it)".into(),
+        });
+    }
     // The peer is gone: a stream reads its end at once, a datagram socket only what
     // was already sent.
     let after = Instant::now() + NOTHING_AFTER_GOODBYE;
