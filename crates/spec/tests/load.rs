@@ -265,14 +265,26 @@ fn message_paths_are_cells_of_their_own_on_the_transports_that_have_them() {
         let message = errors(&text).to_string();
         assert!(message.contains(wanted), "missing `{wanted}` in:\n{message}");
     }
-    let external = GOOD.replace(
-        "scenarios:\n  - name: echo",
-        "scenarios:\n  - { name: p, kind: echo, transports: [tcp], paths: [copied], peer: { command: [./peer] }, payloads: [200B], iterations: 5, timeout: 1s }\n  - name: echo",
+    // An external peer serves the copying path (the peer protocol copies), and no other.
+    let external = |paths: &str| {
+        GOOD.replace(
+            "scenarios:\n  - name: echo",
+            &format!("scenarios:\n  - {{ name: p, kind: echo, transports: [tcp], paths: {paths}, peer: {{ command: [./peer] }}, payloads: [200B], iterations: 5, timeout: 1s }}\n  - name: echo"),
+        )
+    };
+    let spec = Spec::parse(&external("[copied]"), Path::new("matrix.yaml"))
+        .unwrap_or_else(|e| panic!("an external peer's copying path is refused:\n{e}"));
+    assert!(
+        spec.cells("quick")
+            .unwrap()
+            .iter()
+            .any(|c| c.id == "p::copied::tcp::200B"),
+        "no copied cell of the external peer"
     );
-    let message = errors(&external).to_string();
+    let message = errors(&external("[copied, loaned]")).to_string();
     assert!(
         message.contains(
-            "scenarios[0].paths: an external peer serves the peer protocol, which copies"
+            "scenarios[0].paths: an external peer serves the peer protocol, which copies: it has no loaned path"
         ),
         "{message}"
     );

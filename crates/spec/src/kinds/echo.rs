@@ -121,8 +121,8 @@ impl Settings for EchoScenario {
     }
 }
 
-/// `paths`: at least one, none twice, each offered by every transport of the scenario,
-/// and none with an external peer (which the peer protocol serves on the copying path).
+/// `paths`: at least one, none twice, each offered by every transport of the scenario;
+/// with an external peer, the copying path only (the peer protocol copies).
 fn paths(keys: &mut Keys<'_>, given: &[MessagePath]) -> Option<Vec<MessagePath>> {
     let needs = format!(
         "`paths` lists at least one message path: {}",
@@ -130,12 +130,13 @@ fn paths(keys: &mut Keys<'_>, given: &[MessagePath]) -> Option<Vec<MessagePath>>
     );
     let paths = keys.list("paths", Some(given), &needs)?;
     if keys.raw.peer.is_some() {
-        keys.problem(
-            "paths",
-            "an external peer serves the peer protocol, which copies: remove `paths` or `peer`"
-                .into(),
-        );
-        return None;
+        if let Some(other) = paths.iter().find(|&&p| p != MessagePath::Copied) {
+            keys.problem(
+                "paths",
+                format!("an external peer serves the peer protocol, which copies: it has no {other} path; list `copied` only, or remove `peer`"),
+            );
+            return None;
+        }
     }
     let mut ok = true;
     for transport in keys.raw.transports.clone() {
