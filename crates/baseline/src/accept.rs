@@ -55,6 +55,9 @@ pub enum RefusalReason {
     /// It passed uncounted (or its peer did) where the old baseline has its counts:
     /// accepting it would make the next uncounted run pass.
     Uncounted,
+    /// Every round trip it timed took 0 ns: a clock that did not run, or a result file
+    /// that was not measured. A baseline of it would call every real run a regression.
+    NothingMeasured,
 }
 
 impl RefusalReason {
@@ -63,6 +66,9 @@ impl RefusalReason {
             RefusalReason::Failed => "failed",
             RefusalReason::SlowedPeer => "ran with a slowed peer",
             RefusalReason::Uncounted => "was not counted, and its baseline entry has counts",
+            RefusalReason::NothingMeasured => {
+                "timed every round trip at 0 ns, which is no measurement"
+            }
         }
     }
 }
@@ -97,6 +103,17 @@ pub enum AcceptError {
     NoPassingCell,
 }
 
+/// Whether `result` timed round trips and every one of them at 0 ns.
+fn measured_nothing(result: &CellResult) -> bool {
+    let all_zero_samples =
+        !result.samples_ns.is_empty() && result.samples_ns.iter().all(|&ns| ns == 0);
+    let zero_latency = result
+        .latency_ns
+        .as_ref()
+        .is_some_and(|l| l.count > 0 && l.max == 0);
+    all_zero_samples || zero_latency
+}
+
 /// Whether `result` has no count (or no peer count) where `old`'s entry of its cell has.
 fn loses_counts(old: Option<&Baseline>, result: &CellResult) -> bool {
     let peered = result.cell.kind().has_peer();
@@ -124,6 +141,7 @@ pub fn accept(
             && r.peer_delay_us.is_none()
             && r.peer_extra_work.is_none()
             && !loses_counts(old, r)
+            && !measured_nothing(r)
     });
     let keep: Vec<CellResult> = keep.into_iter().cloned().collect();
     let mut baseline = match old {
@@ -148,6 +166,8 @@ pub fn accept(
             RefusalReason::Failed
         } else if loses_counts(old, r) {
             RefusalReason::Uncounted
+        } else if measured_nothing(r) {
+            RefusalReason::NothingMeasured
         } else {
             RefusalReason::SlowedPeer
         };

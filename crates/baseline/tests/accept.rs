@@ -130,6 +130,38 @@ fn a_cell_run_with_a_slowed_peer_keeps_its_old_entry() {
 }
 
 #[test]
+fn a_result_timed_at_0_ns_throughout_is_no_measurement_and_is_refused() {
+    let old = old_baseline(40_000);
+    let cells = cells();
+    let results = [
+        passed(&cells[0], 40_000),
+        passed(&cells[1], 0),
+        passed(&cells[2], 40_000),
+    ];
+    for mode in [AcceptMode::Replace, AcceptMode::Append] {
+        let accepted = ok(accept(Some(&old), &results, mode, 2));
+        assert_eq!(accepted.baseline.cells[UDP], old.cells[UDP], "{mode:?}");
+        assert_eq!(
+            accepted.refused,
+            [Refusal {
+                cell_id: UDP.into(),
+                reason: RefusalReason::NothingMeasured,
+                kept_old_entry: true,
+            }],
+            "{mode:?}"
+        );
+    }
+    // Without an old entry it is left out; a run of nothing else has nothing to accept.
+    let fresh = ok(accept(None, &results, AcceptMode::Replace, 2));
+    assert!(!fresh.baseline.cells.contains_key(UDP));
+    let zeros: Vec<CellResult> = cells.iter().map(|c| passed(c, 0)).collect();
+    assert_eq!(
+        accept(None, &zeros, AcceptMode::Replace, 2),
+        Err(AcceptError::NoPassingCell)
+    );
+}
+
+#[test]
 fn a_refused_cell_without_an_old_entry_is_left_out() {
     let cells = cells();
     let results = [
