@@ -75,7 +75,15 @@ pub fn run(
     } else {
         exit_code::OK // nothing was stored to judge
     };
-    let code = ran.code.max(judged);
+    let mut code = ran.code.max(judged);
+    // A run that ran no cell is never a pass: every selected cell was skipped here.
+    if ran.results.is_empty() && ran.skipped > 0 && code == exit_code::OK {
+        eprintln!(
+            "error: none of the {} selected cells can run on this machine (each skipped above, saying what it lacks)",
+            ran.skipped
+        );
+        code = exit_code::NO_CELLS;
+    }
     let failed = ran.results.iter().filter(|r| !r.outcome.passed).count();
     let not_run = cells.len() - ran.results.len() - ran.skipped;
     json_line(serde_json::json!({
