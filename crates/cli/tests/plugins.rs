@@ -279,6 +279,23 @@ fn commands_that_only_read_the_matrix_are_not_ended_by_a_librarys_exit() {
 }
 
 #[test]
+fn a_measuring_side_that_ends_itself_with_exit_0_fails_its_cell_and_its_checks() {
+    // _exit(0) passes no exit handler: the process's own word (a result, a verdict) is
+    // what counts, and it never gave one.
+    fails_its_cells_only(
+        "EXITING_MEASURER",
+        "exited with status 0 before writing its result",
+    );
+    let (code, output) = conformance_with(Some("EXITING_MEASURER"), &["--", "exchange-echo"]);
+    assert_eq!(code, Some(1), "{output}");
+    assert!(
+        reported(&output, "seqpacket::exchange-echo", "FAILED")
+            && output.contains("before its check had finished"),
+        "{output}"
+    );
+}
+
+#[test]
 fn a_negative_status_is_told_as_the_c_int_it_is() {
     fails_its_cells_only("NEGATIVE_STATUS", "send returned status -1,");
 }

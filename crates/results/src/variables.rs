@@ -97,9 +97,9 @@ pub const VARIABLES: &[Variable] = &[
     },
     Variable {
         name: "IPC_MATRIX_PLUGIN_PROBE",
-        accepts: "a plugin's name and library path, on two lines: what a process that loads it first is to load",
+        accepts: "a path: the folder of a plugin's probe, its request (the plugin's name and library) in, its report out",
         set_by: "ipc-matrix, for the process it loads a plugin's library in first",
-        check: |_| Ok(()),
+        check: one_line,
     },
     Variable {
         name: "IPC_MATRIX_FILE",

@@ -67,6 +67,14 @@ static ipcm_status recv_crashing_here(ipcm_channel *c, uint8_t *buf, size_t capa
     return sp_recv(c, buf, capacity, len, deadline_ns, error);
 }
 
+/* The measuring side ends its own process with _exit(0), past every exit handler, on
+ * its third reply. */
+static ipcm_status recv_exiting_here(ipcm_channel *c, uint8_t *buf, size_t capacity,
+                                     size_t *len, uint64_t deadline_ns, ipcm_error *error) {
+    if (measuring && c->sent >= 3) _exit(0);
+    return sp_recv(c, buf, capacity, len, deadline_ns, error);
+}
+
 static ipcm_status recv_stuck_here(ipcm_channel *c, uint8_t *buf, size_t capacity,
                                    size_t *len, uint64_t deadline_ns, ipcm_error *error) {
     if (measuring && c->sent >= 3) for (;;) pause();
@@ -170,6 +178,8 @@ const ipcm_stack_table_v1 *ipcm_stack_v1(void) {
     hostile.recv = recv_never;
 #elif defined(HOSTILE_CRASHING_MEASURER)
     hostile.recv = recv_crashing_here;
+#elif defined(HOSTILE_EXITING_MEASURER)
+    hostile.recv = recv_exiting_here;
 #elif defined(HOSTILE_STUCK_MEASURER)
     hostile.recv = recv_stuck_here;
 #elif defined(HOSTILE_ANSWERS_ITSELF)

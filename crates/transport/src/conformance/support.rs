@@ -340,6 +340,13 @@ pub enum CheckFailure {
         it_said(said)
     )]
     Exited { code: Option<i32>, said: String },
+    /// The check's own process exited with status 0 without having said that its check
+    /// passed: code that is not ipc-matrix's (the stack's) ended it.
+    #[error(
+        "the check's process exited with status 0 before its check had finished: the stack's own code ended it (exit or _exit){}",
+        it_said(said)
+    )]
+    Unfinished { said: String },
 }
 
 impl From<String> for CheckFailure {

@@ -19,6 +19,13 @@ use std::time::Duration;
 /// Set in a check's own process to the test name of the one check it runs.
 const ONE_CHECK_ENV: &str = "IPC_MATRIX_CONFORMANCE_CHECK";
 
+/// Set in a check's own process to the file it writes when its check passed: the word of
+/// a process that reached its end, which no exit status (a stack's `_exit(0)`) can give.
+const VERDICT_ENV: &str = "IPC_MATRIX_CONFORMANCE_VERDICT";
+
+/// What a check's own process writes into its verdict file when the check passed.
+const PASSED: &str = "passed";
+
 /// How much of a check process's stderr is kept for its failure: its end.
 const STDERR_KEPT: usize = 8 * 1024;
 
@@ -73,7 +80,17 @@ pub fn run(what: &Conformance<'_>) -> Result<u8> {
     if let Some(name) = std::env::var_os(ONE_CHECK_ENV) {
         let name = name.to_string_lossy();
         return match conformance::run_one(&subjects, &name) {
-            Some(Ok(())) => Ok(exit_code::OK),
+            Some(Ok(())) => {
+                if let Some(verdict) = std::env::var_os(VERDICT_ENV) {
+                    std::fs::write(&verdict, PASSED).map_err(|e| {
+                        anyhow::anyhow!(
+                            "writing the check's verdict {}: {e}",
+                            verdict.to_string_lossy()
+                        )
+                    })?;
+                }
+                Ok(exit_code::OK)
+            }
             Some(Err(why)) => {
                 eprintln!("{why}");
                 Ok(exit_code::CELL_FAILED)
@@ -135,10 +152,14 @@ fn check_in_own_process(name: &str) -> Result<(), CheckFailure> {
             why: e.to_string(),
         }
     };
+    let folder = ipc_matrix_transport::PrivateDir::create()
+        .map_err(not_started("making a folder for the check's verdict"))?;
+    let verdict = folder.path().join("verdict");
     let mut command = crate::this_binary::command().map_err(not_started("finding this binary"))?;
     command
         .args(std::env::args_os().skip(1))
         .env(ONE_CHECK_ENV, name)
+        .env(VERDICT_ENV, &verdict)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -170,8 +191,11 @@ fn check_in_own_process(name: &str) -> Result<(), CheckFailure> {
         .recv_timeout(Duration::from_secs(2))
         .unwrap_or_default();
     use std::os::unix::process::ExitStatusExt;
+    let passed = std::fs::read_to_string(&verdict).is_ok_and(|v| v == PASSED);
     match (status.code(), status.signal()) {
-        (Some(0), _) => Ok(()),
+        (Some(0), _) if passed => Ok(()),
+        // Ended with 0 by code that is not ours, before the check said it passed.
+        (Some(0), _) => Err(CheckFailure::Unfinished { said }),
         (Some(1), _) if !said.is_empty() => Err(CheckFailure::Violated(said)),
         (_, Some(signal)) => Err(CheckFailure::Killed {
             signal,
