@@ -25,3 +25,10 @@ out="$(cli run --count --qemu "$qemu" --count-plugin "$plugin" --strict-instruct
 printf '%s\n' "$out" | grep -E '/rt' >&2
 grep -q '/rt unchanged 1.000x' <<<"$out" ||
   die "count-from-cli.sh: no cell was counted the same twice: $out"
+# A library that is not a QEMU plugin: the emulator refuses it before the run starts
+# under it, and that is the command's refusal (2), never the emulator's status (1).
+not_plugin="$(cc -print-file-name=libc.so.6)"
+code=0
+out="$(cli run --count --qemu "$qemu" --count-plugin "$not_plugin" 2>&1)" || code=$?
+[[ $code == 2 && $out == *"before the run started under it"* ]] ||
+  die "count-from-cli.sh: a library that is no plugin exited $code: $out"

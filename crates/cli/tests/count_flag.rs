@@ -211,17 +211,36 @@ fn an_emulator_that_never_answers_is_stopped_and_refused() {
 }
 
 #[test]
-fn an_emulator_whose_status_differs_from_the_runs_fails_the_run() {
-    // It starts the run (under the runner the tests run under, if any) and then exits 0
-    // whatever the run said: the run's cells are not counted here (the stand-in loads
-    // no plugin), so the run fails, and the emulator's 0 must not become the command's.
-    let s = Scratch::new("count-flag-lies", MATRIX);
-    let outer = std::env::var("IPC_MATRIX_PEER_RUNNER").unwrap_or_default();
-    let qemu = emulator(&s, &format!("shift 2; {outer} \"$@\"; exit 0"));
-    let (code, all) = count_with(&s, &qemu);
-    assert_eq!(code, Some(1), "{all}");
-    assert!(
-        all.contains("and then the emulator") && all.contains("exited with status 0"),
-        "{all}"
+fn an_emulator_that_ends_the_run_or_overrides_its_status_fails_the_run() {
+    // Stand-ins that say what a counted run says through IPC_MATRIX_COUNTED_STATUS (that
+    // it started; how it ended), then exit 0 whatever it said.
+    for (name, said, expected) in [
+        (
+            "ends-it",
+            "started",
+            "before the counted run under it had finished",
+        ),
+        (
+            "overrides-it",
+            "started\\nexit 3",
+            "the counted run ended with status 3, and then the emulator",
+        ),
+    ] {
+        let s = Scratch::new(&format!("count-flag-{name}"), MATRIX);
+        let qemu = emulator(
+            &s,
+            &format!("printf '{said}\\n' >> \"$IPC_MATRIX_COUNTED_STATUS\"; exit 0"),
+        );
+        let (code, all) = count_with(&s, &qemu);
+        assert_eq!(code, Some(1), "{name}: {all}");
+        assert!(all.contains(expected), "{name}: {all}");
+    }
+    // One that agrees with the run it started is the run's status.
+    let s = Scratch::new("count-flag-agrees", MATRIX);
+    let qemu = emulator(
+        &s,
+        "printf 'started\\nexit 3\\n' >> \"$IPC_MATRIX_COUNTED_STATUS\"; exit 3",
     );
+    let (code, all) = count_with(&s, &qemu);
+    assert_eq!(code, Some(3), "{all}");
 }
