@@ -8,8 +8,9 @@
 //! counted build, to count them, and each count pass once more in a second userland,
 //! which must count the same ([`counted_leg`]). The transport crate's tests also run on
 //! the other architecture and on s390x (big-endian), with the reference C peer's cells
-//! for s390x. The worked examples of a user's own stack run from copies outside this
-//! repository and are counted on each CPU. Ends by writing each leg's reports (judged
+//! for s390x; the command line's hostile-input suites on the other architecture. The
+//! worked examples of a user's own stack run from copies outside this repository and are
+//! counted on each CPU. Ends by writing each leg's reports (judged
 //! against baselines/, instructions included) and all legs side by side, then renders
 //! every page written in headless Chromium (scripts/check-reports.sh).
 //!
@@ -275,6 +276,46 @@ pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8> {
     keep_junit(
         &ci.join("junit.xml"),
         &ci.join(format!("junit-{other_counted}-transport.xml")),
+    );
+    // The command line's hostile-input suites on the other architecture too, its counted
+    // build under the pinned QEMU (the count pass built its crates): no process that is
+    // not ours decides an exit status, init writes whole or not at all, a datagram's
+    // goodbye, what a baseline refuses. The test that runs init's workflow runs the
+    // binary its steps install directly, which only the host can.
+    say(&format!(
+        "hostile-input suites on {other_counted} (the pinned QEMU)"
+    ));
+    steps.outcome(
+        zig::env(repo, &[other_counted.to_owned()]).and_then(|env| {
+            let mut c = Command::new("cargo");
+            c.args(["nextest", "run", "--locked", "-p", "ipc-matrix"])
+                .args(["-p", "ipc-matrix-baseline"])
+                .args([
+                    "--test",
+                    "count_flag",
+                    "--test",
+                    "init",
+                    "--test",
+                    "hostile",
+                ])
+                .args([
+                    "--test",
+                    "accept",
+                    "--profile",
+                    "ci",
+                    "--target",
+                    other_counted,
+                ])
+                .args(["-E", "not test(/^the_workflow_init_writes_runs/)"])
+                .envs(env)
+                .env("IPC_MATRIX_COUNT", "off");
+            c.status().map(exit_code).with_context(|| describe(&c))
+        }),
+        &format!("the hostile-input suites on {other_counted}"),
+    );
+    keep_junit(
+        &ci.join("junit.xml"),
+        &ci.join(format!("junit-{other_counted}-hostile.xml")),
     );
 
     // The transport crate alone on a big-endian CPU under QEMU: its conformance suite and
