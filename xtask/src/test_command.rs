@@ -92,6 +92,30 @@ pub fn counted_leg(repo: &Repo, triple: &str, nextest: &[String]) -> u8 {
     steps.status()
 }
 
+/// The `what` suite (`selection`: nextest's packages, tests and filter) on the other
+/// architecture's counted build under the pinned QEMU, uncounted; its JUnit kept as
+/// `ci/junit-<counted>-<what>.xml`.
+fn other_suite(repo: &Repo, counted: &str, what: &str, selection: &[&str], steps: &mut Steps) {
+    say(&format!("{what} suite on {counted} (the pinned QEMU)"));
+    steps.outcome(
+        zig::env(repo, &[counted.to_owned()]).and_then(|env| {
+            let mut c = Command::new("cargo");
+            c.args(["nextest", "run", "--locked"])
+                .args(selection)
+                .args(["--profile", "ci", "--target", counted])
+                .envs(env)
+                .env("IPC_MATRIX_COUNT", "off");
+            c.status().map(exit_code).with_context(|| describe(&c))
+        }),
+        &format!("the {what} suite on {counted}"),
+    );
+    let ci = repo.target_dir.join("nextest").join("ci");
+    keep_junit(
+        &ci.join("junit.xml"),
+        &ci.join(format!("junit-{counted}-{what}.xml")),
+    );
+}
+
 pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8> {
     let since = started();
     let host = host_triple()?;
@@ -259,63 +283,39 @@ pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8> {
         format!("{other_counted}@qemu"),
         format!("{counted}@qemu"),
     ];
-    say(&format!(
-        "transport suite on {other_counted} (the pinned QEMU)"
-    ));
-    steps.outcome(
-        zig::env(repo, &[other_counted.to_owned()]).and_then(|env| {
-            let mut c = Command::new("cargo");
-            c.args(["nextest", "run", "--locked", "-p", "ipc-matrix-transport"])
-                .args(["--profile", "ci", "--target", other_counted])
-                .envs(env)
-                .env("IPC_MATRIX_COUNT", "off");
-            c.status().map(exit_code).with_context(|| describe(&c))
-        }),
-        &format!("the transport suite on {other_counted}"),
+    other_suite(
+        repo,
+        other_counted,
+        "transport",
+        &["-p", "ipc-matrix-transport"],
+        &mut steps,
     );
-    keep_junit(
-        &ci.join("junit.xml"),
-        &ci.join(format!("junit-{other_counted}-transport.xml")),
-    );
-    // The command line's hostile-input suites on the other architecture too, its counted
-    // build under the pinned QEMU (the count pass built its crates): no process that is
-    // not ours decides an exit status, init writes whole or not at all, a datagram's
-    // goodbye, what a baseline refuses. The test that runs init's workflow runs the
-    // binary its steps install directly, which only the host can.
-    say(&format!(
-        "hostile-input suites on {other_counted} (the pinned QEMU)"
-    ));
-    steps.outcome(
-        zig::env(repo, &[other_counted.to_owned()]).and_then(|env| {
-            let mut c = Command::new("cargo");
-            c.args(["nextest", "run", "--locked", "-p", "ipc-matrix"])
-                .args(["-p", "ipc-matrix-baseline"])
-                .args([
-                    "--test",
-                    "count_flag",
-                    "--test",
-                    "init",
-                    "--test",
-                    "hostile",
-                ])
-                .args([
-                    "--test",
-                    "accept",
-                    "--profile",
-                    "ci",
-                    "--target",
-                    other_counted,
-                ])
-                .args(["-E", "not test(/^the_workflow_init_writes_runs/)"])
-                .envs(env)
-                .env("IPC_MATRIX_COUNT", "off");
-            c.status().map(exit_code).with_context(|| describe(&c))
-        }),
-        &format!("the hostile-input suites on {other_counted}"),
-    );
-    keep_junit(
-        &ci.join("junit.xml"),
-        &ci.join(format!("junit-{other_counted}-hostile.xml")),
+    // The command line's hostile-input suites on the other architecture too (the count
+    // pass built their crates): no process that is not ours decides an exit status, init
+    // writes whole or not at all, a datagram's goodbye, what a baseline refuses. The test
+    // that runs init's workflow runs the binary its steps install directly, which only
+    // the host can.
+    other_suite(
+        repo,
+        other_counted,
+        "hostile-input",
+        &[
+            "-p",
+            "ipc-matrix",
+            "-p",
+            "ipc-matrix-baseline",
+            "--test",
+            "count_flag",
+            "--test",
+            "init",
+            "--test",
+            "hostile",
+            "--test",
+            "accept",
+            "-E",
+            "not test(/^the_workflow_init_writes_runs/)",
+        ],
+        &mut steps,
     );
 
     // The transport crate alone on a big-endian CPU under QEMU: its conformance suite and
