@@ -179,7 +179,7 @@ enum Command {
         dir: PathBuf,
         /// Your stack in a shared library with the C ABI (include/ipc_matrix_stack.h):
         /// its name and its library's path from DIR, `{arch}` for the CPU's name.
-        #[arg(long, value_name = "NAME=LIBRARY", value_parser = commands::init::PluginArgParser)]
+        #[arg(long, value_name = "NAME=LIBRARY", value_parser = commands::init::plugin_parser())]
         plugin: Option<commands::init::PluginArg>,
         /// The commit of ipc-matrix the workflow installs; default: the one this binary
         /// was built from.

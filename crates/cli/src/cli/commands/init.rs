@@ -53,31 +53,11 @@ pub fn plugin_arg(text: &str) -> Result<PluginArg, NotAPluginArg> {
     })
 }
 
-/// Parses `--plugin NAME=LIBRARY` from the value as the OS gives it: one that is not
-/// UTF-8 is refused naming the flag and showing the value, which clap's own check for
-/// `&str` parsers does not.
-#[derive(Debug, Clone, Copy)]
-pub struct PluginArgParser;
-
-impl clap::builder::TypedValueParser for PluginArgParser {
-    type Value = PluginArg;
-
-    fn parse_ref(
-        &self,
-        cmd: &clap::Command,
-        arg: Option<&clap::Arg>,
-        value: &std::ffi::OsStr,
-    ) -> Result<PluginArg, clap::Error> {
-        if value.to_str().is_some() {
-            return clap::builder::TypedValueParser::parse_ref(&plugin_arg, cmd, arg, value);
-        }
-        let flag = arg.map_or_else(|| "--plugin".to_owned(), ToString::to_string);
-        let shown = ipc_matrix_results::printable(&value.to_string_lossy()).into_owned();
-        Err(cmd.clone().error(
-            clap::error::ErrorKind::InvalidUtf8,
-            format!("invalid value '{shown}' for '{flag}': it must be UTF-8 (it is written into matrix.yaml)"),
-        ))
-    }
+/// The parser of `--plugin`: [`Text`](crate::cli::args::Text) (a value that is not UTF-8
+/// is refused naming the flag and showing the value), then [`plugin_arg`].
+pub fn plugin_parser() -> impl clap::builder::TypedValueParser<Value = PluginArg> {
+    use clap::builder::TypedValueParser;
+    crate::cli::args::Text.try_map(|text| plugin_arg(&text))
 }
 
 /// What `init` writes: each file's path (relative) and text.
