@@ -9,7 +9,7 @@
 
 pub mod faults;
 
-use crate::{default_out_dir, exit_code, run_and_store, RunFolder, Stored};
+use crate::{default_out_dir, exit_code, run_and_store_isolating_plugins, RunFolder, Stored};
 use ipc_matrix_results::Environment;
 use ipc_matrix_scenario::{unmet_need, RunOptions};
 use ipc_matrix_spec::Cell;
@@ -56,6 +56,7 @@ impl CompiledPath {
 /// peer when started as one; else one trial per cell of the profile, then `extra`.
 pub fn run(crate_dir: &Path, extra: Vec<Trial>) -> ExitCode {
     ipc_matrix_scenario::serve_if_requested();
+    crate::cell_process::serve_if_requested();
     crate::plugin_probe::serve_if_requested();
     // A cell's stack runs in this process: its exit(0) must not read as a pass.
     crate::exit_guard::arm();
@@ -162,7 +163,9 @@ fn run_matrix_cell(cell: &Cell, out: &Path, project: &Path) -> Result<(), Failed
     // the same folder holds it alone, and this cell then fails rather than mix results.
     let leg = Environment::capture().leg();
     let _folder = RunFolder::share(out, &leg, &cell.profile)?;
-    let (result, stored) = run_and_store(cell, &options, out);
+    // A plugin's cell in a process of its own, as `ipc-matrix run` runs it: its result
+    // file is the proof that it ran to its end, which no exit status of the stack's is.
+    let (result, stored) = run_and_store_isolating_plugins(cell, &options, out);
     println!("{}", crate::format::verdict_line(&result));
     match stored {
         Stored::At(path) => println!("result: {}", path.display()),

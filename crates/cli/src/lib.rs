@@ -95,9 +95,9 @@ pub fn run_and_store(cell: &Cell, options: &RunOptions, out: &Path) -> (CellResu
 }
 
 /// [`run_and_store`], the cells of a stack in a shared library each in a process of its
-/// own (`cell_process`), as `ipc-matrix run` runs them: the library's code runs in the
-/// measuring process, and a crash or a stall there is then the cell's, not the run's.
-/// (The nextest door needs none: each of its cells is a process already.)
+/// own (`cell_process`), as `ipc-matrix run` and the nextest door run them: the library's
+/// code runs in the measuring process, and a crash, a stall or an exit there (whatever
+/// its status) is then the cell's, told by the missing result, not the run's.
 pub(crate) fn run_and_store_isolating_plugins(
     cell: &Cell,
     options: &RunOptions,

@@ -4,7 +4,10 @@
 //! there would take the command with it. Only a probe that reached its end and wrote its
 //! report says anything: a probe that exited, whatever its status (an initialiser may call
 //! `exit(0)`), died or did not finish in time registers the plugin as broken, saying so,
-//! and only its cells fail. A library the probe refused is never loaded here either.
+//! and only its cells fail. A library the probe refused is never loaded here either; one
+//! it loaded is registered with the traits the probe read from its table, and loaded
+//! here only if a cell or a check runs in this process (never in `run`, `conformance` or
+//! the nextest door, which run each in a process of its own).
 
 use ipc_matrix_transport::PrivateDir;
 use std::os::unix::ffi::OsStrExt;
@@ -40,7 +43,10 @@ pub fn serve_if_requested() {
             let name = String::from_utf8_lossy(&name);
             let library = Path::new(std::ffi::OsStr::from_bytes(&library));
             let report = match ipc_matrix_transport::try_load_plugin(&name, library) {
-                Ok(()) => LOADED.to_owned(),
+                Ok(traits) => format!(
+                    "{LOADED}\n{}",
+                    ipc_matrix_transport::traits_to_text(&traits)
+                ),
                 Err(why) => format!("{REFUSED}\n{why}"),
             };
             let partial = dir.join("report.partial");
@@ -62,11 +68,11 @@ pub fn serve_if_requested() {
     std::process::exit(code);
 }
 
-/// What a probe found that the library is: loadable, or refused with the reason its
-/// cells fail with.
+/// What a probe found that the library is: loadable, with the traits its table gives,
+/// or refused with the reason its cells fail with.
 #[derive(Debug)]
 pub enum Probed {
-    Loaded,
+    Loaded(ipc_matrix_spec::StackTraits),
     Refused(String),
 }
 
@@ -117,11 +123,19 @@ pub fn probe(name: &str, library: &Path) -> Result<Probed, ProbeRefusal> {
         return Err(ProbeRefusal::Hung);
     };
     use std::os::unix::process::ExitStatusExt;
-    let report = std::fs::read_to_string(dir.path().join("report")).ok();
+    // Without blocking and bounded: the library's code in the probe could have put a
+    // FIFO or a flood where the report goes.
+    let report =
+        ipc_matrix_results::read_bounded(&dir.path().join("report"), 1 << 16, "a probe's report")
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok());
     match (status.code(), status.signal(), report) {
         (Some(0), _, Some(report)) => Ok(match report.split_once('\n') {
             Some((REFUSED, why)) => Probed::Refused(why.to_owned()),
-            _ if report == LOADED => Probed::Loaded,
+            Some((LOADED, traits)) => match ipc_matrix_transport::traits_from_text(traits) {
+                Some(traits) => Probed::Loaded(traits),
+                None => Probed::Refused("its probe's report does not read back".to_owned()),
+            },
             _ => Probed::Refused("its probe's report does not read back".to_owned()),
         }),
         (_, Some(signal), _) => Err(ProbeRefusal::Crashed { signal }),

@@ -42,11 +42,11 @@ pub fn load_matrix(matrix: &Path) -> Result<ipc_matrix_spec::Spec, ProjectError>
         let broken = |why: &str| {
             ipc_matrix_transport::register_broken_plugin(&plugin.name, &plugin.library, why)
         };
-        // Loaded here only when the probe loaded it to its end; a refused library's
-        // initialisers never run in this process.
+        // Registered with what its probe read, not loaded: no code of the library runs
+        // in this process until a cell or check here calls into it.
         let registered = match probe(&plugin.name, &plugin.library) {
-            Ok(Probed::Loaded) => {
-                ipc_matrix_transport::register_plugin(&plugin.name, &plugin.library)
+            Ok(Probed::Loaded(traits)) => {
+                ipc_matrix_transport::register_probed_plugin(&plugin.name, &plugin.library, traits)
             }
             Ok(Probed::Refused(why)) => broken(&why),
             Err(why) => broken(&why.to_string()),

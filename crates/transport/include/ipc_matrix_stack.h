@@ -34,9 +34,9 @@
  * - The calls of one channel or acceptor come from one thread at a time; different
  *   channels may be used from different threads at once. The table and the strings it
  *   points to live as long as the library is loaded, which is for the life of the
- *   process. The library is loaded (its initialisers run) by every ipc-matrix command
- *   that reads matrix.yaml, first in a process of its own to see that loading it does
- *   not crash.
+ *   process. Every ipc-matrix command that reads matrix.yaml loads the library (its
+ *   initialisers run) first in a process of its own, which reads its table; the library
+ *   is then loaded again only in the processes that run its cells, peers and checks.
  * - stdout and stderr are shared with ipc-matrix's own output: write nothing there in
  *   normal operation.
  * - In `ipc-matrix run`, each cell's measuring side runs in a process of its own: a

@@ -53,7 +53,8 @@ pub use platform::{
 };
 pub use plugin::{
     library_file_refusal, register_broken_plugin, register_linked_plugin, register_plugin,
-    try_load_plugin, LinkedTable, ABI_VERSION as PLUGIN_ABI_VERSION,
+    register_probed_plugin, traits_from_text, traits_to_text, try_load_plugin, LinkedTable,
+    ABI_VERSION as PLUGIN_ABI_VERSION,
 };
 pub use shm::{SHM_CHUNK, SHM_RING_SLOTS};
 pub use stack::{

@@ -35,6 +35,18 @@ pub use abi::ABI_VERSION;
 struct Plugin {
     name: &'static str,
     loaded: Result<(Calls, StackTraits), String>,
+    /// For a library a probe loaded in a process of its own: it is loaded here only when
+    /// this process first calls into it (a cell or a check run here); until then none of
+    /// its code runs here, and `loaded` is not looked at.
+    deferred: Option<Deferred>,
+}
+
+/// The library of a probed plugin, the traits its probe read, and its calls once this
+/// process has loaded it.
+struct Deferred {
+    path: std::path::PathBuf,
+    traits: StackTraits,
+    calls: std::sync::OnceLock<Result<Calls, String>>,
 }
 
 /// Loads the library at `library` as the stack `name` and registers it in this process;
@@ -59,6 +71,36 @@ pub fn register_plugin(name: &str, library: &Path) -> Result<StackName, Register
     let plugin = Plugin {
         name: Box::leak(name.to_owned().into_boxed_str()),
         loaded,
+        deferred: None,
+    };
+    register_stack_from(Box::leak(Box::new(plugin)), Some(library))
+}
+
+/// Registers the stack `name` from `library` with the `traits` a probe read from its
+/// table in a process of its own ([`try_load_plugin`]), without loading it here: its
+/// code runs in this process only once a cell or check here calls into it. A command
+/// that runs its cells and checks in processes of their own never loads it at all.
+pub fn register_probed_plugin(
+    name: &str,
+    library: &Path,
+    traits: StackTraits,
+) -> Result<StackName, RegisterError> {
+    if let Some(known) = already_from(name, library)? {
+        return Ok(known);
+    }
+    let plugin = Plugin {
+        name: Box::leak(name.to_owned().into_boxed_str()),
+        // What the probe read; the calls come from `deferred` once loaded here.
+        loaded: Err(String::new()),
+        deferred: Some(Deferred {
+            path: library.to_path_buf(),
+            traits,
+            calls: std::sync::OnceLock::new(),
+        }),
+    };
+    let library = Library {
+        path: library.to_path_buf(),
+        loaded: true,
     };
     register_stack_from(Box::leak(Box::new(plugin)), Some(library))
 }
@@ -79,6 +121,7 @@ pub fn register_broken_plugin(
             "the plugin `{name}` ({}) cannot be used: {why}",
             library.display()
         )),
+        deferred: None,
     };
     let library = Library {
         path: library.to_path_buf(),
@@ -105,8 +148,50 @@ fn already_from(name: &str, library: &Path) -> Result<Option<StackName>, Registe
 /// Loads the library at `library` and checks its table, in this process, without
 /// registering it: what a plugin's probe (a process of its own) does. `Err` says why the
 /// library cannot be used, in the words its cells would fail with.
-pub fn try_load_plugin(name: &str, library: &Path) -> Result<(), String> {
-    load(name, library).map(|_| ())
+pub fn try_load_plugin(name: &str, library: &Path) -> Result<StackTraits, String> {
+    load(name, library).map(|(_, traits)| traits)
+}
+
+/// A stack's traits as one line of text, for a probe's report ([`traits_from_text`]
+/// reads it back): `wake_modes=0 paths=copied,loaned floor_like=local byte_stream=1`.
+pub fn traits_to_text(traits: &StackTraits) -> String {
+    let paths: Vec<&str> = traits.message_paths.iter().map(|p| p.as_str()).collect();
+    format!(
+        "wake_modes={} paths={} floor_like={} byte_stream={}",
+        u8::from(traits.wake_modes),
+        paths.join(","),
+        traits.floor_like.as_str(),
+        u8::from(traits.byte_stream)
+    )
+}
+
+/// The traits [`traits_to_text`] wrote; `None` for any other text.
+pub fn traits_from_text(text: &str) -> Option<StackTraits> {
+    let mut fields = text.trim().split(' ');
+    let mut next = |key: &str| fields.next()?.strip_prefix(key)?.strip_prefix('=');
+    let flag = |v: &str| match v {
+        "0" => Some(false),
+        "1" => Some(true),
+        _ => None,
+    };
+    let wake_modes = flag(next("wake_modes")?)?;
+    let paths: Vec<MessagePath> = next("paths")?
+        .split(',')
+        .map(|p| MessagePath::ALL.into_iter().find(|m| m.as_str() == p))
+        .collect::<Option<_>>()?;
+    let floor = next("floor_like")?;
+    let floor_like = ChannelKind::ALL.into_iter().find(|c| c.as_str() == floor)?;
+    let byte_stream = flag(next("byte_stream")?)?;
+    if fields.next().is_some() || paths.is_empty() {
+        return None;
+    }
+    Some(StackTraits {
+        wake_modes,
+        // Leaked once per probed plugin, as its name is.
+        message_paths: Box::leak(paths.into_boxed_slice()),
+        floor_like,
+        byte_stream,
+    })
 }
 
 /// A library is opened only when it is a regular file (symlinks followed): opening a FIFO
@@ -189,6 +274,7 @@ pub unsafe fn register_linked_plugin(
     let plugin = Plugin {
         name: Box::leak(name.to_owned().into_boxed_str()),
         loaded: Ok(checked),
+        deferred: None,
     };
     register_stack_from(Box::leak(Box::new(plugin)), None)
 }
@@ -199,6 +285,9 @@ impl Stack for Plugin {
     }
 
     fn traits(&self) -> StackTraits {
+        if let Some(deferred) = &self.deferred {
+            return deferred.traits;
+        }
         match &self.loaded {
             Ok((_, traits)) => *traits,
             // Both paths, so that every scenario naming it is read as written and each of
@@ -272,10 +361,25 @@ impl Stack for Plugin {
 
 impl Plugin {
     fn calls(&self) -> Result<Calls, TransportError> {
-        match &self.loaded {
-            Ok((calls, _)) => Ok(*calls),
-            Err(why) => Err(TransportError::Stack(why.clone())),
-        }
+        let loaded = match &self.deferred {
+            Some(deferred) => deferred
+                .calls
+                .get_or_init(|| {
+                    load(self.name, &deferred.path)
+                        .map(|(calls, _)| calls)
+                        .map_err(|why| {
+                            format!(
+                                "the plugin `{}` ({}) cannot be used: {why}",
+                                self.name,
+                                deferred.path.display()
+                            )
+                        })
+                })
+                .as_ref()
+                .map(|calls| *calls),
+            None => self.loaded.as_ref().map(|(calls, _)| *calls),
+        };
+        loaded.map_err(|why| TransportError::Stack(why.clone()))
     }
 
     fn public(&self) -> Named {
