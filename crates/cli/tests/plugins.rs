@@ -242,16 +242,46 @@ fn a_library_whose_loading_exits_fails_its_cells_and_never_decides_the_exit_stat
 }
 
 #[test]
-fn a_library_that_exits_only_once_past_its_probe_fails_the_run_saying_so() {
-    // It loads in its probe, then calls exit(0) when the command loads it: that exit's
-    // status is not the run's.
+fn a_library_that_exits_only_once_past_its_probe_fails_its_cells_never_the_run() {
+    // It loads in its probe, then calls exit(0) wherever it is loaded again: the command
+    // never loads it (its probe read its table), and each cell's own process that does
+    // ends without a result, which fails that cell.
     let (code, output) = run_with(Some("EXIT0_ON_SECOND_LOAD"), &[]);
     assert_eq!(code, Some(1), "{output}");
     assert!(
-        output.contains("ended by exit() from code that is not ipc-matrix's"),
+        line_of(&output, "echo::local::200B").starts_with("PASS"),
         "{output}"
     );
-    assert!(!output.contains("PASS"), "{output}");
+    let failed = line_of(&output, "echo::seqpacket::200B");
+    assert!(
+        failed.contains("exited with status 0 before writing its result"),
+        "{failed}"
+    );
+}
+
+#[test]
+fn a_stacks_exit_in_a_guarded_process_is_told_as_a_strangers_not_taken_for_a_status() {
+    // A check's own process is the command again: the stack's exit(0) there ends it with
+    // 1, saying whose exit it was, and the check fails with those words.
+    let (code, output) = conformance_with(Some("EXIT_CALLING_MEASURER"), &["--", "exchange-echo"]);
+    assert_eq!(code, Some(1), "{output}");
+    assert!(
+        reported(&output, "seqpacket::exchange-echo", "FAILED")
+            && output.contains("ended by exit() from code that is not ipc-matrix's"),
+        "{output}"
+    );
+}
+
+#[test]
+fn the_conformance_harness_arguments_end_with_our_codes() {
+    let (code, output) = conformance_with(None, &["--", "--help"]);
+    assert_eq!(code, Some(0), "{output}");
+    assert!(!output.contains("not ipc-matrix's"), "{output}");
+    let (code, output) = conformance_with(None, &["--", "--no-such-flag"]);
+    assert_eq!(code, Some(2), "{output}");
+    // Every check left ignored: nothing ran, which is no pass.
+    let (code, output) = conformance_with(None, &["--", "--bench"]);
+    assert_eq!(code, Some(4), "{output}");
 }
 
 #[test]

@@ -75,6 +75,13 @@ static ipcm_status recv_exiting_here(ipcm_channel *c, uint8_t *buf, size_t capac
     return sp_recv(c, buf, capacity, len, deadline_ns, error);
 }
 
+/* The same with exit(0), which runs exit handlers. */
+static ipcm_status recv_exit_here(ipcm_channel *c, uint8_t *buf, size_t capacity, size_t *len,
+                                  uint64_t deadline_ns, ipcm_error *error) {
+    if (measuring && c->sent >= 3) exit(0);
+    return sp_recv(c, buf, capacity, len, deadline_ns, error);
+}
+
 static ipcm_status recv_stuck_here(ipcm_channel *c, uint8_t *buf, size_t capacity,
                                    size_t *len, uint64_t deadline_ns, ipcm_error *error) {
     if (measuring && c->sent >= 3) for (;;) pause();
@@ -180,6 +187,8 @@ const ipcm_stack_table_v1 *ipcm_stack_v1(void) {
     hostile.recv = recv_crashing_here;
 #elif defined(HOSTILE_EXITING_MEASURER)
     hostile.recv = recv_exiting_here;
+#elif defined(HOSTILE_EXIT_CALLING_MEASURER)
+    hostile.recv = recv_exit_here;
 #elif defined(HOSTILE_STUCK_MEASURER)
     hostile.recv = recv_stuck_here;
 #elif defined(HOSTILE_ANSWERS_ITSELF)

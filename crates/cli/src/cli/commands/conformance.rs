@@ -98,9 +98,14 @@ pub fn run(what: &Conformance<'_>) -> Result<u8> {
             None => bail!("{ONE_CHECK_ENV}={name}: no such check among these stacks"),
         };
     }
-    let mut args = Arguments::from_iter(
+    // Parsed here, not by clap's exit: `-- --help` is 0 and a bad argument 2, ours.
+    let mut args = <Arguments as clap::Parser>::try_parse_from(
         std::iter::once("ipc-matrix conformance".to_owned()).chain(what.harness.iter().cloned()),
-    );
+    )
+    .unwrap_or_else(|e| {
+        let _ = e.print();
+        crate::exit_guard::exit(e.exit_code())
+    });
     // The command line's own --color and --quiet, unless the harness's arguments say.
     let console = crate::term::console();
     if args.color.is_none() {
@@ -118,8 +123,9 @@ pub fn run(what: &Conformance<'_>) -> Result<u8> {
     if conclusion.has_failed() {
         return Ok(exit_code::CELL_FAILED);
     }
-    // A filter that selects no check (a mistyped --exact name) is not a pass.
-    let ran = conclusion.num_passed + conclusion.num_ignored;
+    // A filter that selects no check (a mistyped --exact name), or arguments that leave
+    // every check ignored (`--bench`), ran nothing: not a pass.
+    let ran = conclusion.num_passed + conclusion.num_failed;
     if !args.list && ran == 0 {
         return Err(NoCells(format!(
             "the harness's arguments ({}) selected none of the {} checks; `ipc-matrix conformance -- --list` names them",
@@ -191,7 +197,10 @@ fn check_in_own_process(name: &str) -> Result<(), CheckFailure> {
         .recv_timeout(Duration::from_secs(2))
         .unwrap_or_default();
     use std::os::unix::process::ExitStatusExt;
-    let passed = std::fs::read_to_string(&verdict).is_ok_and(|v| v == PASSED);
+    // Without blocking and bounded: the stack's code in the check's process could have
+    // put a FIFO there.
+    let passed = ipc_matrix_results::read_bounded(&verdict, 64, "a check's verdict")
+        .is_ok_and(|v| v == PASSED.as_bytes());
     match (status.code(), status.signal()) {
         (Some(0), _) if passed => Ok(()),
         // Ended with 0 by code that is not ours, before the check said it passed.
