@@ -27,9 +27,12 @@ pub const CELL_PROCESS_ENV: &str = "IPC_MATRIX_CELL_PROCESS";
 /// The file in the request's folder where the child says how far it got.
 const PROGRESS_FILE: &str = "progress";
 
-/// The round trips done that the child last wrote, if it has.
+/// The round trips done that the child last wrote, if it has. Like every file its child
+/// writes, read without blocking and bounded: the stack's code in the child could have
+/// put a FIFO or a flood there.
 fn read_progress(file: &Path) -> Option<u64> {
-    std::fs::read_to_string(file).ok()?.trim().parse().ok()
+    let bytes = ipc_matrix_results::read_bounded(file, 64, "a cell's progress").ok()?;
+    std::str::from_utf8(&bytes).ok()?.trim().parse().ok()
 }
 
 /// How often the child says how far it got, at most.
@@ -158,7 +161,11 @@ pub fn run_in_own_process(cell: &Cell, options: &RunOptions) -> CellResult {
                 last_heard = Instant::now();
             }
             if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-                let result = std::fs::read(dir.path.join("result.json"));
+                let result = ipc_matrix_results::read_bounded(
+                    &dir.path.join("result.json"),
+                    ipc_matrix_results::MAX_RESULT_FILE_BYTES,
+                    "a cell's result",
+                );
                 return match (status.success(), result) {
                     (true, Ok(bytes)) => serde_json::from_slice::<CellResult>(&bytes)
                         .map_err(|e| format!("its result does not read back: {e}")),

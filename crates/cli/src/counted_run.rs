@@ -41,6 +41,10 @@ const STATUS_ENV: &str = "IPC_MATRIX_COUNTED_STATUS";
 /// How long an emulator may take to answer `-h` or `--version`.
 const ASK_WITHIN: Duration = Duration::from_secs(10);
 
+/// How long the emulator may take to end once the counted run under it has said that it
+/// ended (its plugin writes its last counts then).
+const ENDED_WITHIN: Duration = Duration::from_secs(30);
+
 /// How long the emulator may take to start the run under it (a large binary, under QEMU,
 /// on a loaded machine, takes seconds).
 const START_WITHIN: Duration = ipc_matrix_transport::START_LIMIT;
@@ -187,7 +191,13 @@ fn run_counted(options: &CountOptions, out: &Path) -> Result<u8> {
         .spawn()
         .with_context(|| format!("--count: starting {}", qemu.display()))?;
     let emulator = qemu.display().to_string();
-    let said_lines = || std::fs::read_to_string(&status_file).unwrap_or_default();
+    // Without blocking and bounded: the emulator knows the file's name.
+    let said_lines = || {
+        ipc_matrix_results::read_bounded(&status_file, 4096, "a counted run's status")
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .unwrap_or_default()
+    };
     // Started in time, or stopped.
     let begun = Instant::now();
     loop {
@@ -210,13 +220,34 @@ fn run_counted(options: &CountOptions, out: &Path) -> Result<u8> {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    // The run has its own deadlines, cell by cell.
-    let status = child
-        .wait()
-        .context("--count: waiting for the counted run")?;
-    let told = said_lines()
-        .lines()
-        .find_map(|l| l.strip_prefix("exit ").and_then(|c| c.parse::<u8>().ok()));
+    // The run has its own deadlines, cell by cell; once it has said how it ended, the
+    // emulator has ENDED_WITHIN to end too.
+    let told = || {
+        said_lines()
+            .lines()
+            .find_map(|l| l.strip_prefix("exit ").and_then(|c| c.parse::<u8>().ok()))
+    };
+    let mut ended_at: Option<Instant> = None;
+    let status = loop {
+        if let Some(status) = child
+            .try_wait()
+            .context("--count: waiting for the counted run")?
+        {
+            break status;
+        }
+        match ended_at {
+            None if told().is_some() => ended_at = Some(Instant::now()),
+            Some(at) if at.elapsed() > ENDED_WITHIN => {
+                let _ = child.kill();
+                let _ = child.wait();
+                eprintln!("error: --count: the counted run ended, and the emulator {emulator} did not in {ENDED_WITHIN:?}: it was stopped, and the run failed");
+                return Ok(crate::exit_code::CELL_FAILED);
+            }
+            _ => {}
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let told = told();
     match (told, status.code()) {
         (Some(code), Some(ended)) if i32::from(code) == ended => Ok(code),
         (Some(code), _) => {

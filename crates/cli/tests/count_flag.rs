@@ -244,3 +244,25 @@ fn an_emulator_that_ends_the_run_or_overrides_its_status_fails_the_run() {
     let (code, all) = count_with(&s, &qemu);
     assert_eq!(code, Some(3), "{all}");
 }
+
+#[test]
+fn an_emulator_that_outlives_the_run_or_plants_a_fifo_is_stopped_not_waited_on() {
+    // The run said it ended; the emulator lingers: stopped after its grace, the run failed.
+    let s = Scratch::new("count-flag-lingers", MATRIX);
+    let qemu = emulator(
+        &s,
+        "printf 'started\\nexit 0\\n' >> \"$IPC_MATRIX_COUNTED_STATUS\"; exec sleep 600",
+    );
+    let (code, all) = count_with(&s, &qemu);
+    assert_eq!(code, Some(1), "{all}");
+    assert!(all.contains("did not in 30s: it was stopped"), "{all}");
+    // A FIFO where the run's status goes is refused, never read from.
+    let s = Scratch::new("count-flag-fifo", MATRIX);
+    let qemu = emulator(
+        &s,
+        "rm -f \"$IPC_MATRIX_COUNTED_STATUS\"; mkfifo \"$IPC_MATRIX_COUNTED_STATUS\"; exit 0",
+    );
+    let (code, all) = count_with(&s, &qemu);
+    assert_eq!(code, Some(2), "{all}");
+    assert!(all.contains("before the run started under it"), "{all}");
+}
