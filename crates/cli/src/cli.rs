@@ -258,7 +258,7 @@ pub fn main() -> ExitCode {
     crate::cell_process::serve_if_requested();
     crate::plugin_probe::serve_if_requested();
     crate::exit_guard::arm();
-    crate::exit_guard::ours(run())
+    crate::exit_guard::run_as_ours(run)
 }
 
 /// [`main`], once this process is the command: every status it returns is the command's.

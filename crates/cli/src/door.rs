@@ -60,7 +60,7 @@ pub fn run(crate_dir: &Path, extra: Vec<Trial>) -> ExitCode {
     crate::plugin_probe::serve_if_requested();
     // A cell's stack runs in this process: its exit(0) must not read as a pass.
     crate::exit_guard::arm();
-    crate::exit_guard::ours(run_trials(crate_dir, extra))
+    crate::exit_guard::run_as_ours(|| run_trials(crate_dir, extra))
 }
 
 /// [`run`], once this process is the test binary.

@@ -26,8 +26,7 @@ extern "C" fn on_exit() {
     }
 }
 
-/// From now on an `exit()` not asked for by [`ours`] or [`exit`] fails the process. A
-/// panic is ipc-matrix's own end (its status 101 stands).
+/// From now on an `exit()` not asked for by [`run_as_ours`] or [`exit`] fails the process.
 pub fn arm() {
     static ARMED: std::sync::Once = std::sync::Once::new();
     ARMED.call_once(|| {
@@ -35,18 +34,23 @@ pub fn arm() {
         if unsafe { libc::atexit(on_exit) } != 0 {
             eprintln!("warning: the guard against a library's exit() could not be set");
         }
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            OURS.store(true, Ordering::SeqCst);
-            previous(info);
-        }));
     });
 }
 
-/// `code` as the process's exit status, ended by ipc-matrix: returned from `main`.
-pub fn ours(code: ExitCode) -> ExitCode {
-    OURS.store(true, Ordering::SeqCst);
-    code
+/// Runs `main` and returns its status as the process's, ended by ipc-matrix. A panic
+/// that reaches here is ipc-matrix's own end too (its status 101 stands); one caught on
+/// the way (a test harness's) changes nothing.
+pub fn run_as_ours(main: impl FnOnce() -> ExitCode) -> ExitCode {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(main)) {
+        Ok(code) => {
+            OURS.store(true, Ordering::SeqCst);
+            code
+        }
+        Err(panic) => {
+            OURS.store(true, Ordering::SeqCst);
+            std::panic::resume_unwind(panic)
+        }
+    }
 }
 
 /// Ends the process with `code`, as ipc-matrix.
