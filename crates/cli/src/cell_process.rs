@@ -27,12 +27,12 @@ pub const CELL_PROCESS_ENV: &str = "IPC_MATRIX_CELL_PROCESS";
 /// The file in the request's folder where the child says how far it got.
 const PROGRESS_FILE: &str = "progress";
 
-/// The round trips done that the child last wrote, if it has. Like every file its child
-/// writes, read without blocking and bounded: the stack's code in the child could have
-/// put a FIFO or a flood there.
+/// The round trips done that the child last wrote, if it has.
 fn read_progress(file: &Path) -> Option<u64> {
-    let bytes = ipc_matrix_results::read_bounded(file, 64, "a cell's progress").ok()?;
-    std::str::from_utf8(&bytes).ok()?.trim().parse().ok()
+    crate::this_binary::read_childs_word(file, 64, "a cell's progress")?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// How often the child says how far it got, at most.

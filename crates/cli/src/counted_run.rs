@@ -191,11 +191,9 @@ fn run_counted(options: &CountOptions, out: &Path) -> Result<u8> {
         .spawn()
         .with_context(|| format!("--count: starting {}", qemu.display()))?;
     let emulator = qemu.display().to_string();
-    // Without blocking and bounded: the emulator knows the file's name.
+    // The emulator knows the file's name.
     let said_lines = || {
-        ipc_matrix_results::read_bounded(&status_file, 4096, "a counted run's status")
-            .ok()
-            .and_then(|bytes| String::from_utf8(bytes).ok())
+        crate::this_binary::read_childs_word(&status_file, 4096, "a counted run's status")
             .unwrap_or_default()
     };
     // Started in time, or stopped.

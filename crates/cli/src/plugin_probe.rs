@@ -123,12 +123,11 @@ pub fn probe(name: &str, library: &Path) -> Result<Probed, ProbeRefusal> {
         return Err(ProbeRefusal::Hung);
     };
     use std::os::unix::process::ExitStatusExt;
-    // Without blocking and bounded: the library's code in the probe could have put a
-    // FIFO or a flood where the report goes.
-    let report =
-        ipc_matrix_results::read_bounded(&dir.path().join("report"), 1 << 16, "a probe's report")
-            .ok()
-            .and_then(|bytes| String::from_utf8(bytes).ok());
+    let report = crate::this_binary::read_childs_word(
+        &dir.path().join("report"),
+        1 << 16,
+        "a probe's report",
+    );
     match (status.code(), status.signal(), report) {
         (Some(0), _, Some(report)) => Ok(match report.split_once('\n') {
             Some((REFUSED, why)) => Probed::Refused(why.to_owned()),

@@ -4,6 +4,7 @@
 //! start a binary of the emulated CPU by itself (no binfmt_misc is assumed).
 
 use ipc_matrix_scenario::PEER_RUNNER_ENV;
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus};
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,14 @@ pub fn command() -> std::io::Result<Command> {
         }
         None => Command::new(exe),
     })
+}
+
+/// The text a child of ours wrote for us at `file`, when it is there: read without blocking
+/// and at most `bound` bytes, since code that is not ours ran in that child (a plugin's, an
+/// emulator) and could have put a FIFO or a flood there instead. `what` names it in errors.
+pub fn read_childs_word(file: &Path, bound: u64, what: &str) -> Option<String> {
+    let bytes = ipc_matrix_results::read_bounded(file, bound, what).ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 /// Waits for `child`, looking every `period`: its exit status, or `None` once `limit` has

@@ -198,24 +198,13 @@ pub fn traits_from_text(text: &str) -> Option<StackTraits> {
 /// waits for a writer that may never come, and a folder or a device is nothing to load.
 /// One that is not there is left to the loader, whose message names it.
 pub fn library_file_refusal(library: &Path) -> Option<String> {
-    use std::os::unix::fs::FileTypeExt;
     let kind = std::fs::metadata(library).ok()?.file_type();
-    let what = if kind.is_file() {
-        return None;
-    } else if kind.is_dir() {
-        "a folder"
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_char_device() || kind.is_block_device() {
-        "a device"
-    } else {
-        "something other than a file"
-    };
-    Some(format!(
-        "it is {what}, not a regular file: a library is a file (refused before opening it)"
-    ))
+    (!kind.is_file()).then(|| {
+        format!(
+            "it is {}, not a regular file: a library is a file (refused before opening it)",
+            ipc_matrix_count_window::describe_file_kind(kind)
+        )
+    })
 }
 
 /// Opens the library and checks its table.
