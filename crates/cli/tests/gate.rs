@@ -468,3 +468,84 @@ fn baselines_are_accepted_from_downloaded_artifacts_and_a_leg_in_two_is_refused(
         text(&out)
     );
 }
+
+/// The gate's arguments over the given legs' folders in `now`.
+fn gate_command(s: &Scratch, legs: &[&str]) -> std::process::Command {
+    let folders: Vec<String> = legs.iter().map(|l| format!("now/{l}/quick")).collect();
+    let mut args = vec![
+        "report",
+        "--profile",
+        "quick",
+        "--fail-on-blocking-regressions",
+        "--out",
+        "cmp",
+        "--compare",
+    ];
+    args.extend(folders.iter().map(String::as_str));
+    s.command(&args)
+}
+
+#[test]
+fn a_leg_that_does_not_block_merges_and_left_nothing_is_listed_as_such() {
+    let s = judged("listed", "quick", &[]);
+    let out = gate(&s, "quick", &[NATIVE, COUNTED]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains(&format!(
+            "`{S390X}` (quick): no report: no folder of profile `quick` among the results given (does not block merges)"
+        )),
+        "{all}"
+    );
+    // The section is kept beside the comparison, verdict included.
+    let kept = std::fs::read_to_string(s.path("cmp/gate.md")).unwrap();
+    assert!(
+        kept.contains("No leg that blocks merges regressed."),
+        "{kept}"
+    );
+    assert!(
+        kept.contains(&format!("`{S390X}` (quick): no report")),
+        "{kept}"
+    );
+}
+
+#[test]
+fn legs_a_local_run_left_out_are_named_and_only_under_act() {
+    let s = judged("not-run", "quick", &[]);
+    // The native leg's folder only: its count leg was not run here, and says so.
+    let out = gate_command(&s, &[NATIVE])
+        .env("ACT", "true")
+        .env("IPC_MATRIX_LEGS_NOT_RUN", COUNTED)
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains(&format!("Not run in this local run (IPC_MATRIX_LEGS_NOT_RUN; on GitHub each must have its report): `{COUNTED}`")),
+        "{all}"
+    );
+    // A leg that was run and left no report still fails, not-run list or not.
+    let out = gate_command(&s, &[])
+        .env("ACT", "true")
+        .env("IPC_MATRIX_LEGS_NOT_RUN", COUNTED)
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains(&format!("error: {NATIVE} blocks merges and has no report")),
+        "{all}"
+    );
+    // Outside act the list is refused: on GitHub every blocking leg must have its report.
+    let out = gate_command(&s, &[NATIVE])
+        .env_remove("ACT")
+        .env("IPC_MATRIX_LEGS_NOT_RUN", COUNTED)
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert_ne!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains("IPC_MATRIX_LEGS_NOT_RUN is set, but this is not a local run under act"),
+        "{all}"
+    );
+}

@@ -180,6 +180,30 @@ pub const VARIABLES: &[Variable] = &[
         check: |_| Ok(()),
     },
     Variable {
+        name: "IPC_MATRIX_LEGS_NOT_RUN",
+        accepts: "legs, comma-separated: the blocking legs a local run of the workflow left out (read only under act, ACT=true)",
+        set_by: "cargo xtask workflow",
+        check: one_line,
+    },
+    Variable {
+        name: "IPC_MATRIX_ACT_STORE",
+        accepts: "a path: the local store of the workflow's caches and artifacts",
+        set_by: "cargo xtask workflow, for its stand-in actions",
+        check: one_line,
+    },
+    Variable {
+        name: "IPC_MATRIX_ACT_RUN",
+        accepts: "a name: the local workflow run whose artifacts the stand-ins keep",
+        set_by: "cargo xtask workflow, for its stand-in actions",
+        check: one_line,
+    },
+    Variable {
+        name: "IPC_MATRIX_STAND_INS",
+        accepts: "a path: the folder of the stand-in actions (xtask/stand-ins)",
+        set_by: "cargo xtask workflow, for its stand-in actions",
+        check: one_line,
+    },
+    Variable {
         name: "IPC_MATRIX_PERTURBATION",
         accepts: "anything: padding that moves the process's memory layout",
         set_by: "scripts/perturb.sh",

@@ -73,7 +73,7 @@ pub fn run(
             crate::error_text::error_text(e)
         );
     }
-    let code = super::blocking::gate(folders, &stored.matrix, &stored.profile)?;
+    let code = super::blocking::gate(folders, &stored.matrix, &stored.profile, Some(&out))?;
     compared.map(|()| code)
 }
 
