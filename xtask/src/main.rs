@@ -22,6 +22,10 @@
 //! - `accept-baseline [runs] [leg]`: a leg's baseline measured afresh.
 //! - `big-endian-peer <triple>`: the C peer of a big-endian CPU, checked by this machine.
 //! - `mutants [MINUTES [FILE...]]`: mutation testing of the verdict's code.
+//! - `workflow [--file F] [--job J] [--matrix key:value]...`: a workflow's jobs run here
+//!   with act (the local workflow runner).
+//! - `workflow-proof`: the test command's local runs of our workflow: the plan, the merge
+//!   gate green, a planted regression, a broken blocking leg, a failing non-blocking one.
 //!
 //! Layers, top down: this file (the command line); the legs (`legs`, `second_userland`,
 //! `count_pass`, `big_endian_peer`, `mutants`); what they build and run (`reports`,
@@ -49,6 +53,8 @@ mod steps;
 mod targets;
 mod test_command;
 mod tools;
+mod workflow;
+mod workflow_proof;
 mod zig;
 
 use anyhow::{bail, Context, Result};
@@ -62,7 +68,8 @@ const USAGE: &str =
   count-pass <triple> [nextest arguments]   test-target <triple> [nextest arguments]
   second-userland [--prepare] [<triple> [nextest arguments]]
   ipc-matrix <arguments>   reports [--strict-instructions] <leg>...
-  accept-baseline [runs] [leg]   mutants [MINUTES [FILE...]]";
+  accept-baseline [runs] [leg]   mutants [MINUTES [FILE...]]
+  workflow [--file F] [--job J] [--matrix key:value]... [--event E]   workflow-proof";
 
 /// Runs one task; the exit status it asks for.
 fn run(repo: &Repo, args: &[String]) -> Result<u8> {
@@ -146,6 +153,8 @@ fn run(repo: &Repo, args: &[String]) -> Result<u8> {
             print!("{}", zig::exports(&zig::env(repo, &args[1..])?));
         }
         ["mutants", ..] => return mutants::mutants(repo, &args[1..]),
+        ["workflow", ..] => return workflow::workflow(repo, &args[1..]),
+        ["workflow-proof"] => return workflow_proof::prove(repo),
         _ => bail!(USAGE),
     }
     Ok(0)
