@@ -31,7 +31,7 @@ for t in x86_64-unknown-linux-musl aarch64-unknown-linux-musl; do
 done
 for t in "${c_cpus[@]}"; do
   read -r _ _ gnu <<<"$(cargo_runner "$t")" && cc="$gnu-gcc" bin="$target/$t/debug/ipc-matrix"
-  [ "$t" != "$host" ] || cc=cc bin="$target/debug/ipc-matrix"
+  [ "$t" != "$host" ] || cc=cc bin="$target${IPC_MATRIX_TARGET:+/$IPC_MATRIX_TARGET}/debug/ipc-matrix"
   CC="$cc" IPC_MATRIX_INCLUDE="$root/crates/transport/include" "$c/build.sh" "${t%%-*}" >/dev/null
   scripts/example-on-cpu.sh "$c" "$t" "$bin" SEQPACKET_CORRUPT_REPLY=6 echo::seqpacket::200B "$runs" ||
     first_failure $? "examples/c-stack on $t"

@@ -11,8 +11,11 @@
 //! for s390x; the command line's hostile-input suites on the other architecture. The
 //! worked examples of a user's own stack run from copies outside this repository and are
 //! counted on each CPU. Ends by writing each leg's reports (judged
-//! against baselines/, instructions included) and all legs side by side, then renders
-//! every page written in headless Chromium (scripts/check-reports.sh).
+//! against baselines/, instructions included) and all legs side by side, renders every
+//! page written in headless Chromium (scripts/check-reports.sh), and runs our workflow's
+//! plan and merge gate here with act, green and failing as they must
+//! ([`crate::workflow_proof`]). The suite is built for the host as a named `--target`, as
+//! the workflow's legs build it, so the workflow's jobs find that build.
 //!
 //! A failing step never hides what the others measure: every step after the lints runs,
 //! and the failures are repeated at the end ([`Steps`]). Arguments go to the host suite's
@@ -130,6 +133,12 @@ pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8> {
         })
     };
     let (counted, other_counted) = (counted_of(&host)?, counted_of(other)?);
+    // The suite is built for the host as a target named, as the workflow's legs build it
+    // (`--target`, IPC_MATRIX_TARGET): the workflow's jobs run here then find that build.
+    if reports::suite_target().is_none() {
+        std::env::set_var("IPC_MATRIX_TARGET", &host);
+    }
+    let suite_target = reports::suite_target().unwrap_or_else(|| host.clone());
     let results = repo.target_dir.join("ipc-matrix");
     let nextest_dir = repo.target_dir.join("nextest");
     std::fs::create_dir_all(&results).with_context(|| results.display().to_string())?;
@@ -162,6 +171,8 @@ pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8> {
         "--all-targets",
         "--profile",
         "test",
+        "--target",
+        &suite_target,
         "--",
         "-D",
         "warnings",
@@ -193,6 +204,7 @@ pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8> {
         c.args(["nextest", "run"])
             .args(extra)
             .args(["--locked", "--workspace", "--profile", "ci"])
+            .args(["--target", &suite_target])
             .args(nextest);
         c
     };
@@ -398,6 +410,13 @@ pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8> {
     if !pages.is_empty() {
         steps.run(Command::new("scripts/check-reports.sh").args(&pages));
     }
+    // Our workflow's jobs, run here with act: the plan, and the merge gate on the legs
+    // above, green, with a planted count regression, with a blocking leg broken and with a
+    // failing leg that does not block (xtask/src/workflow_proof.rs).
+    steps.outcome(
+        crate::workflow_proof::prove(repo),
+        "the workflow's local runs (act)",
+    );
     say("JUnit: target/nextest/ci/junit-<triple>.xml (and junit-<triple>-transport.xml)");
     for leg in &legs {
         say(&format!(
