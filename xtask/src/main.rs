@@ -24,8 +24,9 @@
 //! - `mutants [MINUTES [FILE...]]`: mutation testing of the verdict's code.
 //! - `workflow [--file F] [--job J] [--matrix key:value]...`: a workflow's jobs run here
 //!   with act (the local workflow runner).
-//! - `workflow-proof`: the test command's local runs of our workflow: the plan, the merge
-//!   gate green, a planted regression, a broken blocking leg, a failing non-blocking one.
+//! - `workflow-proof [init]`: the test command's local runs of our workflow (the plan,
+//!   the merge gate green, a planted regression, a broken blocking leg, a failing
+//!   non-blocking one) and of `init`'s; `init`: that one alone.
 //!
 //! Layers, top down: this file (the command line); the legs (`legs`, `second_userland`,
 //! `count_pass`, `big_endian_peer`, `mutants`); what they build and run (`reports`,
@@ -69,7 +70,7 @@ const USAGE: &str =
   second-userland [--prepare] [<triple> [nextest arguments]]
   ipc-matrix <arguments>   reports [--strict-instructions] <leg>...
   accept-baseline [runs] [leg]   mutants [MINUTES [FILE...]]
-  workflow [--file F] [--job J] [--matrix key:value]... [--event E]   workflow-proof";
+  workflow [--file F] [--job J] [--matrix key:value]... [--event E]   workflow-proof [init]";
 
 /// Runs one task; the exit status it asks for.
 fn run(repo: &Repo, args: &[String]) -> Result<u8> {
@@ -154,7 +155,8 @@ fn run(repo: &Repo, args: &[String]) -> Result<u8> {
         }
         ["mutants", ..] => return mutants::mutants(repo, &args[1..]),
         ["workflow", ..] => return workflow::workflow(repo, &args[1..]),
-        ["workflow-proof"] => return workflow_proof::prove(repo),
+        ["workflow-proof"] => return workflow_proof::prove(repo, false),
+        ["workflow-proof", "init"] => return workflow_proof::prove(repo, true),
         _ => bail!(USAGE),
     }
     Ok(0)

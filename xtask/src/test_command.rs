@@ -414,7 +414,7 @@ pub fn test(repo: &Repo, nextest: &[String]) -> Result<u8> {
     // above, green, with a planted count regression, with a blocking leg broken and with a
     // failing leg that does not block (xtask/src/workflow_proof.rs).
     steps.outcome(
-        crate::workflow_proof::prove(repo),
+        crate::workflow_proof::prove(repo, false),
         "the workflow's local runs (act)",
     );
     say("JUnit: target/nextest/ci/junit-<triple>.xml (and junit-<triple>-transport.xml)");

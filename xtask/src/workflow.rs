@@ -168,9 +168,30 @@ pub fn tree(repo: &Repo, dest: &Path, plant: Option<Plant>) -> Result<()> {
     if let Some(plant) = plant {
         plant(dest)?;
     }
+    commit_all(dest)?;
+    let target = dest.join("target");
+    std::fs::create_dir_all(&target)?;
+    for entry in std::fs::read_dir(&repo.target_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = entry.file_name();
+        if name == "ipc-matrix" || name == "nextest" {
+            continue;
+        }
+        std::os::unix::fs::symlink(entry.path(), target.join(&name))
+            .with_context(|| format!("linking target/{}", name.to_string_lossy()))?;
+    }
+    Ok(())
+}
+
+/// Makes `dir` a repository of its own with one commit of everything in it (act reads
+/// the commit a workflow runs for).
+pub fn commit_all(dir: &Path) -> Result<()> {
     let git = |args: &[&str]| {
         let mut c = Command::new("git");
-        c.current_dir(dest)
+        c.current_dir(dir)
             .args([
                 "-c",
                 "user.name=ipc-matrix",
@@ -188,22 +209,7 @@ pub fn tree(repo: &Repo, dest: &Path, plant: Option<Plant>) -> Result<()> {
         "--no-verify",
         "-m",
         "the working tree",
-    ]))?;
-    let target = dest.join("target");
-    std::fs::create_dir_all(&target)?;
-    for entry in std::fs::read_dir(&repo.target_dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let name = entry.file_name();
-        if name == "ipc-matrix" || name == "nextest" {
-            continue;
-        }
-        std::os::unix::fs::symlink(entry.path(), target.join(&name))
-            .with_context(|| format!("linking target/{}", name.to_string_lossy()))?;
-    }
-    Ok(())
+    ]))
 }
 
 /// Replaces the file `path` of a tree (a link into the checkout) by one holding `text`,
@@ -355,6 +361,12 @@ pub fn act(repo: &Repo, run: &Run) -> Result<Outcome> {
     }
     for m in &run.matrix {
         command.args(["--matrix", m]);
+    }
+    // A GitHub runner has none of our variables: the jobs get those the run gives only.
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("IPC_MATRIX_") {
+            command.env_remove(name);
+        }
     }
     command
         .env("IPC_MATRIX_ACT_STORE", &run.store)

@@ -13,6 +13,10 @@
 //! 4. **a planted count regression**: one gating cell of this machine's count leg counted
 //!    again with the peer's extra work: `side-by-side` exits 3 naming the leg and the cell.
 //!
+//! 5. **`init`'s workflow**: in a folder `ipc-matrix init` wrote, its plan and this
+//!    machine's leg, with this test command's ipc-matrix in its cache: green, the leg's
+//!    cells in its job summary, its results in its artifact.
+//!
 //! Blocking legs this machine does not run (an arm64 runner's, the emulated legs'
 //! builds) are named to the gate as not run here (`IPC_MATRIX_LEGS_NOT_RUN`, read only
 //! under act), and listed so in its section.
@@ -21,7 +25,7 @@ use crate::repo::Repo;
 use crate::reports;
 use crate::say::say;
 use crate::sh::{exit_code, host_triple, output};
-use crate::workflow::{act, replace, tree, Outcome, Run};
+use crate::workflow::{act, commit_all, replace, tree, Outcome, Run};
 use anyhow::{bail, Context, Result};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -205,13 +209,21 @@ fn judge(outcome: &Outcome, section: &str, expect: &Expect) -> Vec<String> {
     wrong
 }
 
-pub fn prove(repo: &Repo) -> Result<u8> {
+/// `workflow-proof [init]`: every run above, or `init`'s workflow alone.
+pub fn prove(repo: &Repo, only_init: bool) -> Result<u8> {
     let host = host_triple()?;
     let profile = reports::suite_profile();
     let base = repo.target_dir.join("ipc-matrix/workflow");
     let _ = std::fs::remove_dir_all(&base);
     let store = base.join("store");
     std::fs::create_dir_all(&store)?;
+    if only_init {
+        let wrong = init_workflow(repo, &base, &store, &host)?;
+        for w in &wrong {
+            say(&format!("failed: workflow run `init-default`: {w}"));
+        }
+        return Ok(u8::from(!wrong.is_empty()));
+    }
     let results = repo.target_dir.join("ipc-matrix");
     let has_results =
         |leg: &str| !leg.is_empty() && results.join(leg).join(&profile).join("cells").is_dir();
@@ -481,7 +493,138 @@ pub fn prove(repo: &Repo) -> Result<u8> {
             ));
         }
     }
+    let wrong = init_workflow(repo, &base, &store, &host)?;
+    if wrong.is_empty() {
+        say("workflow run `init-default`: as expected");
+    } else {
+        wrong_runs += 1;
+        say(&format!(
+            "failed: workflow run `init-default`: {} (log: {})",
+            wrong.join("; "),
+            base.join("init-default.log").display()
+        ));
+    }
     Ok(u8::from(wrong_runs > 0))
+}
+
+/// The folder of a user's home that `path` (from the environment, else under the home)
+/// names: cargo's and rustup's, which a job run with a home of its own still uses.
+fn tool_home(variable: &str, under_home: &str) -> String {
+    std::env::var(variable).unwrap_or_else(|_| {
+        format!(
+            "{}/{under_home}",
+            std::env::var("HOME").unwrap_or_else(|_| "/root".into())
+        )
+    })
+}
+
+/// The workflow `ipc-matrix init` writes, run the same way, in a folder init wrote
+/// (a repository of its own) and a home of its own: the ipc-matrix this test command
+/// built stands in for the one its install step builds, as a cache entry under that
+/// step's key (a hit brings it, as it brings the built one on GitHub). Its plan and this
+/// machine's leg must pass, the leg's job summary show its cells and its artifact hold
+/// the leg's results. What differs from what was expected, each a sentence.
+fn init_workflow(repo: &Repo, base: &Path, store: &Path, host: &str) -> Result<Vec<String>> {
+    let dir = base.join("init/user-repository");
+    let home = base.join("init/home");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::create_dir_all(&home)?;
+    let rev = output(
+        Command::new("git")
+            .current_dir(&repo.root)
+            .args(["rev-parse", "HEAD"]),
+    )?
+    .trim()
+    .to_owned();
+    let target = reports::suite_target();
+    let mut init = reports::cli(
+        repo,
+        target.as_deref(),
+        &["init".into(), "--rev".into(), rev.clone()],
+    )?;
+    output(init.current_dir(&dir)).context("ipc-matrix init, in a folder of its own")?;
+    commit_all(&dir)?;
+    let built = repo
+        .target_dir
+        .join(target.unwrap_or_default())
+        .join("debug/ipc-matrix");
+    let installed = home.join(".ipc-matrix/bin");
+    std::fs::create_dir_all(&installed)?;
+    std::fs::copy(&built, installed.join("ipc-matrix"))
+        .with_context(|| built.display().to_string())?;
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "X64",
+        "aarch64" => "ARM64",
+        other => other,
+    };
+    let key = format!("ipc-matrix-{rev}-Linux-{arch}");
+    output(
+        Command::new("python3")
+            .arg(repo.root.join("xtask/stand-ins/stand_in.py"))
+            .arg("cache-save")
+            .current_dir(&dir)
+            .env("HOME", &home)
+            .env("GITHUB_WORKSPACE", &dir)
+            .env("IPC_MATRIX_ACT_STORE", store)
+            .env("STAND_IN_KEY", &key)
+            .env("STAND_IN_PATH", "~/.ipc-matrix"),
+    )?;
+    std::fs::remove_dir_all(home.join(".ipc-matrix"))?;
+    let leg = format!("{host}@native");
+    say(&format!(
+        "workflow run `init-default`: act push -j leg --matrix leg:{leg} ({})",
+        dir.display()
+    ));
+    let outcome = act(
+        repo,
+        &Run {
+            workflow: ".github/workflows/ipc-matrix.yml",
+            event: "push",
+            job: "leg",
+            matrix: vec![format!("leg:{leg}")],
+            tree: dir.clone(),
+            store: store.to_path_buf(),
+            name: "init-default".into(),
+            env: vec![
+                ("HOME".into(), home.to_string_lossy().into_owned()),
+                ("CARGO_HOME".into(), tool_home("CARGO_HOME", ".cargo")),
+                ("RUSTUP_HOME".into(), tool_home("RUSTUP_HOME", ".rustup")),
+            ],
+            log: base.join("init-default.log"),
+            show: false,
+        },
+    )?;
+    eprint!("{}", outcome.describe());
+    let summary = outcome.summary("leg");
+    eprintln!("  the leg's job summary, its first lines:");
+    for line in summary.lines().take(12) {
+        eprintln!("    {line}");
+    }
+    let mut wrong = Vec::new();
+    for job in ["plan", "leg"] {
+        match outcome.job(job).first() {
+            None => wrong.push(format!("{job} did not run")),
+            Some(j) if j.failed() => wrong.push(format!("{job} ended {}", j.result)),
+            Some(_) => {}
+        }
+    }
+    if !outcome.printed.iter().any(|(job, line)| {
+        job == "leg" && line.contains(&format!("Cache restored from key: {key}"))
+    }) {
+        wrong.push("the leg did not restore ipc-matrix from its cache".into());
+    }
+    if !summary.contains("echo::local::64B") {
+        wrong.push("the leg's job summary does not show echo::local::64B".into());
+    }
+    let uploaded = store
+        .join("artifacts/init-default")
+        .join(format!("results-{leg}"))
+        .join(&leg)
+        .join("quick/results.json");
+    if !uploaded.is_file() {
+        wrong.push(format!("no {}", uploaded.display()));
+    }
+    Ok(wrong)
 }
 
 /// `text` with the characters a regular expression reads specially escaped.
