@@ -70,7 +70,8 @@ const USAGE: &str =
   second-userland [--prepare] [<triple> [nextest arguments]]
   ipc-matrix <arguments>   reports [--strict-instructions] <leg>...
   accept-baseline [runs] [leg]   mutants [MINUTES [FILE...]]
-  workflow [--file F] [--job J] [--matrix key:value]... [--event E]   workflow-proof [init]";
+  workflow [--file F] [--job J] [--matrix key:value]... [--env NAME=VALUE]... [--event E]
+  workflow-proof [init]";
 
 /// Runs one task; the exit status it asks for.
 fn run(repo: &Repo, args: &[String]) -> Result<u8> {

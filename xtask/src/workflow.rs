@@ -1,4 +1,4 @@
-//! `workflow [--file F] [--job J] [--matrix key:value]... [--event E]`: a workflow's jobs
+//! `workflow [--file F] [--job J] [--matrix key:value]... [--env NAME=VALUE]...`: a workflow's jobs
 //! run here, before a push, with act (pinned by version and hash) in host mode.
 //!
 //! What GitHub provides and act does not is stood in for, and said so:
@@ -165,10 +165,23 @@ pub fn tree(repo: &Repo, dest: &Path, plant: Option<Plant>) -> Result<()> {
         // finds the checkout's builds fresh instead of rebuilding every crate of ours.
         std::os::unix::fs::symlink(&from, &to).with_context(|| format!("linking {file}"))?;
     }
+    let clean = plant.is_none()
+        && output(
+            Command::new("git")
+                .current_dir(&repo.root)
+                .args(["status", "--porcelain"]),
+        )
+        .is_ok_and(|s| s.trim().is_empty());
     if let Some(plant) = plant {
         plant(dest)?;
     }
-    commit_all(dest)?;
+    if clean {
+        // The checkout's own commit: its files are these, and a build that records the
+        // commit it was made from (the CLI's) stays fresh.
+        same_commit(&repo.root, dest)?;
+    } else {
+        commit_all(dest)?;
+    }
     let target = dest.join("target");
     std::fs::create_dir_all(&target)?;
     for entry in std::fs::read_dir(&repo.target_dir)
@@ -184,6 +197,21 @@ pub fn tree(repo: &Repo, dest: &Path, plant: Option<Plant>) -> Result<()> {
             .with_context(|| format!("linking target/{}", name.to_string_lossy()))?;
     }
     Ok(())
+}
+
+/// Makes `dir` a repository whose `main` is the commit `root` has checked out (fetched
+/// alone, without its history).
+fn same_commit(root: &Path, dir: &Path) -> Result<()> {
+    let git = |args: &[&str]| {
+        let mut c = Command::new("git");
+        c.current_dir(dir).args(args);
+        c
+    };
+    run(git(&["init", "--quiet", "--initial-branch=main"]).arg("."))?;
+    run(git(&["fetch", "--quiet", "--depth=1"])
+        .arg(format!("file://{}", root.display()))
+        .arg("HEAD"))?;
+    run(&mut git(&["update-ref", "refs/heads/main", "FETCH_HEAD"]))
 }
 
 /// Makes `dir` a repository of its own with one commit of everything in it (act reads
@@ -317,8 +345,9 @@ impl Outcome {
             ));
         }
         text.push_str(&format!(
-            "  the run, by GitHub's rule (job-level continue-on-error applied here: act ignores it): {}\n",
-            if self.github_passes() { "success" } else { "failure" }
+            "  the run, by GitHub's rule (job-level continue-on-error applied here: act ignores it): {} (act exited {})\n",
+            if self.github_passes() { "success" } else { "failure" },
+            self.act_status
         ));
         text
     }
@@ -573,14 +602,17 @@ fn continue_on_error(
     })
 }
 
-/// `workflow [--file F] [--job J] [--matrix key:value]... [--event E]`: runs a job (and
-/// the jobs it needs) of a workflow of this checkout, its output shown as it comes; the
-/// results and GitHub's conclusion at the end (exit 1 when GitHub's rule fails the run).
+/// `workflow [--file F] [--job J] [--matrix key:value]... [--env NAME=VALUE]... [--event
+/// E]`: runs a job (and the jobs it needs) of a workflow of this checkout, its output
+/// shown as it comes; the results and GitHub's conclusion at the end (exit 1 when
+/// GitHub's rule fails the run). `--env` gives the jobs a variable (they get none of ours
+/// otherwise).
 pub fn workflow(repo: &Repo, args: &[String]) -> Result<u8> {
     let mut file = ".github/workflows/matrix.yml".to_owned();
     let mut job = "side-by-side".to_owned();
     let mut event = "push".to_owned();
     let mut matrix = Vec::new();
+    let mut env = Vec::new();
     let mut words = args.iter();
     while let Some(word) = words.next() {
         let mut value = || {
@@ -594,8 +626,15 @@ pub fn workflow(repo: &Repo, args: &[String]) -> Result<u8> {
             "--job" => job = value()?,
             "--event" => event = value()?,
             "--matrix" => matrix.push(value()?),
+            "--env" => {
+                let pair = value()?;
+                let (k, v) = pair
+                    .split_once('=')
+                    .with_context(|| format!("--env {pair}: give NAME=VALUE"))?;
+                env.push((k.to_owned(), v.to_owned()));
+            }
             other => bail!(
-                "workflow: unknown argument `{other}`; usage: cargo xtask workflow [--file F] [--job J] [--matrix key:value]... [--event E]"
+                "workflow: unknown argument `{other}`; usage: cargo xtask workflow [--file F] [--job J] [--matrix key:value]... [--env NAME=VALUE]... [--event E]"
             ),
         }
     }
@@ -615,7 +654,7 @@ pub fn workflow(repo: &Repo, args: &[String]) -> Result<u8> {
             tree: tree_dir,
             store: store.clone(),
             name: "local".into(),
-            env: Vec::new(),
+            env,
             log: base.join("act.log"),
             show: true,
         },

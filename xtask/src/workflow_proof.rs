@@ -256,13 +256,20 @@ pub fn prove(repo: &Repo, only_init: bool) -> Result<u8> {
         "the workflow, run here with act; legs this machine does not run: {}",
         not_run.join(", ")
     ));
+    // The jobs run in a home of their own (cargo's and rustup's folders kept), as each
+    // runner starts with one: the caches they save and restore hold this run's files,
+    // never the user's registry.
+    let job_home = base.join("home");
+    std::fs::create_dir_all(&job_home)?;
     let env_without = |running: &str| {
         let legs: Vec<&str> = not_run
             .iter()
             .map(String::as_str)
             .filter(|l| *l != running)
             .collect();
-        vec![("IPC_MATRIX_LEGS_NOT_RUN".to_owned(), legs.join(","))]
+        let mut env = home_env(&job_home);
+        env.push(("IPC_MATRIX_LEGS_NOT_RUN".to_owned(), legs.join(",")));
+        env
     };
 
     let committed = base.join("trees/as-committed");
@@ -518,6 +525,15 @@ fn tool_home(variable: &str, under_home: &str) -> String {
     })
 }
 
+/// The variables of a job run in `home`: cargo's and rustup's folders stay the user's.
+fn home_env(home: &Path) -> Vec<(String, String)> {
+    vec![
+        ("HOME".into(), home.to_string_lossy().into_owned()),
+        ("CARGO_HOME".into(), tool_home("CARGO_HOME", ".cargo")),
+        ("RUSTUP_HOME".into(), tool_home("RUSTUP_HOME", ".rustup")),
+    ]
+}
+
 /// The workflow `ipc-matrix init` writes, run the same way, in a folder init wrote
 /// (a repository of its own) and a home of its own: the ipc-matrix this test command
 /// built stands in for the one its install step builds, as a cache entry under that
@@ -585,11 +601,7 @@ fn init_workflow(repo: &Repo, base: &Path, store: &Path, host: &str) -> Result<V
             tree: dir.clone(),
             store: store.to_path_buf(),
             name: "init-default".into(),
-            env: vec![
-                ("HOME".into(), home.to_string_lossy().into_owned()),
-                ("CARGO_HOME".into(), tool_home("CARGO_HOME", ".cargo")),
-                ("RUSTUP_HOME".into(), tool_home("RUSTUP_HOME", ".rustup")),
-            ],
+            env: home_env(&home),
             log: base.join("init-default.log"),
             show: false,
         },
