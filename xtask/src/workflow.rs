@@ -508,6 +508,23 @@ pub fn act(repo: &Repo, run: &Run) -> Result<Outcome> {
         );
     }
     outcome.act_status = exit_code(status);
+    // A job that ran our scripts built this task into the shared target folder from its
+    // tree, whose path it keeps as the checkout's (scripts/qemu-run runs that binary as
+    // built): built again from the checkout, so that it works here again.
+    crate::sh::run(
+        Command::new("cargo")
+            .current_dir(&repo.root)
+            .args([
+                "build",
+                "--quiet",
+                "--locked",
+                "--manifest-path",
+                "xtask/Cargo.toml",
+            ])
+            .arg("--target-dir")
+            .arg(repo.target_dir.join("xtask")),
+    )
+    .context("building this task again for the checkout")?;
     Ok(outcome)
 }
 
