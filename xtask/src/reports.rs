@@ -41,6 +41,26 @@ pub fn suite_target() -> Option<String> {
         .filter(|t| !t.is_empty())
 }
 
+/// `ipc-matrix report` of one leg and profile, on the results under `results`, then `extra`.
+pub fn leg_report_args(
+    results: &std::path::Path,
+    leg: &str,
+    profile: &str,
+    extra: &[&str],
+) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "report".into(),
+        "--results".into(),
+        results.to_string_lossy().into_owned(),
+        "--leg".into(),
+        leg.into(),
+        "--profile".into(),
+        profile.into(),
+    ];
+    args.extend(extra.iter().map(|e| (*e).to_owned()));
+    args
+}
+
 /// The CLI of the suite built for `target` (the host's when none), made fresh (nothing
 /// compiles when the suite ran), as a command with `args`, run in the repository's root
 /// (where matrix.yaml is).

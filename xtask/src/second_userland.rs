@@ -170,7 +170,7 @@ fn counted_setting(name: &str) -> bool {
         || (musl && per_target.iter().any(|p| name.starts_with(p)))
 }
 
-fn env_path(name: &str, default: impl FnOnce() -> PathBuf) -> PathBuf {
+pub fn env_path(name: &str, default: impl FnOnce() -> PathBuf) -> PathBuf {
     std::env::var_os(name)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -236,25 +236,13 @@ pub fn second_userland(repo: &Repo, args: &[String]) -> Result<u8> {
     // the counted build fresh: the zig wrappers' settings (never run: nothing compiles)
     // and the toolchain's folders.
     let zig_env = zig::env(repo, &[counted.to_owned()])?;
-    // `ipc-matrix report` of this leg and profile, on the results under `results`.
-    let report_args = |results: &Path, extra: &[String]| -> Vec<String> {
-        let mut args: Vec<String> = vec![
-            "report".into(),
-            "--results".into(),
-            results.to_string_lossy().into_owned(),
-            "--leg".into(),
-            leg.clone(),
-            "--profile".into(),
-            profile.clone(),
-        ];
-        args.extend_from_slice(extra);
-        args
-    };
+    let report_args =
+        |results: &Path, extra: &[&str]| reports::leg_report_args(results, &leg, &profile, extra);
     let nextest = if nextest.is_empty() {
         let mut gating = reports::cli(
             repo,
             reports::suite_target().as_deref(),
-            &report_args(&results, &["--gating-cells".into()]),
+            &report_args(&results, &["--gating-cells"]),
         )?;
         let ids = output(&mut gating).with_context(|| {
             format!("second userland: could not tell which cells of {leg} gate")
@@ -377,20 +365,16 @@ pub fn second_userland(repo: &Repo, args: &[String]) -> Result<u8> {
     // The results in there were written by root of the namespace: the report reads them
     // here. Judged against the committed baselines; then this machine's run, cell by cell,
     // against them: a cell that gates here and was not counted there fails too.
-    let report = |extra: &[String], results: &Path| -> Result<u8> {
+    let report = |extra: &[&str], results: &Path| -> Result<u8> {
         let args = report_args(results, extra);
         reports::ipc_matrix(repo, reports::suite_target().as_deref(), &args)
     };
     for outcome in [
-        report(&["--strict-instructions".into()], &there),
+        report(&["--strict-instructions"], &there),
         report(
             &[
-                "--same-counts-as".into(),
-                there
-                    .join(&leg)
-                    .join(&profile)
-                    .to_string_lossy()
-                    .into_owned(),
+                "--same-counts-as",
+                &there.join(&leg).join(&profile).to_string_lossy(),
             ],
             &results,
         ),

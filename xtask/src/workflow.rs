@@ -199,45 +199,48 @@ pub fn tree(repo: &Repo, dest: &Path, plant: Option<Plant>) -> Result<()> {
     Ok(())
 }
 
+/// git, run in `dir`, with an author of its own (the trees' commits are ours).
+fn git(dir: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new("git");
+    c.current_dir(dir)
+        .args([
+            "-c",
+            "user.name=ipc-matrix",
+            "-c",
+            "user.email=ipc-matrix@localhost",
+        ])
+        .args(args);
+    c
+}
+
 /// Makes `dir` a repository whose `main` is the commit `root` has checked out (fetched
 /// alone, without its history).
 fn same_commit(root: &Path, dir: &Path) -> Result<()> {
-    let git = |args: &[&str]| {
-        let mut c = Command::new("git");
-        c.current_dir(dir).args(args);
-        c
-    };
-    run(git(&["init", "--quiet", "--initial-branch=main"]).arg("."))?;
-    run(git(&["fetch", "--quiet", "--depth=1"])
+    run(&mut git(
+        dir,
+        &["init", "--quiet", "--initial-branch=main", "."],
+    ))?;
+    run(git(dir, &["fetch", "--quiet", "--depth=1"])
         .arg(format!("file://{}", root.display()))
         .arg("HEAD"))?;
-    run(&mut git(&["update-ref", "refs/heads/main", "FETCH_HEAD"]))
+    run(&mut git(
+        dir,
+        &["update-ref", "refs/heads/main", "FETCH_HEAD"],
+    ))
 }
 
 /// Makes `dir` a repository of its own with one commit of everything in it (act reads
 /// the commit a workflow runs for).
 pub fn commit_all(dir: &Path) -> Result<()> {
-    let git = |args: &[&str]| {
-        let mut c = Command::new("git");
-        c.current_dir(dir)
-            .args([
-                "-c",
-                "user.name=ipc-matrix",
-                "-c",
-                "user.email=ipc-matrix@localhost",
-            ])
-            .args(args);
-        c
-    };
-    run(git(&["init", "--quiet", "--initial-branch=main"]).arg("."))?;
-    run(&mut git(&["add", "--all"]))?;
-    run(&mut git(&[
-        "commit",
-        "--quiet",
-        "--no-verify",
-        "-m",
-        "the working tree",
-    ]))
+    run(&mut git(
+        dir,
+        &["init", "--quiet", "--initial-branch=main", "."],
+    ))?;
+    run(&mut git(dir, &["add", "--all"]))?;
+    run(&mut git(
+        dir,
+        &["commit", "--quiet", "--no-verify", "-m", "the working tree"],
+    ))
 }
 
 /// Replaces the file `path` of a tree (a link into the checkout) by one holding `text`,

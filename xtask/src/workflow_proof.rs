@@ -24,6 +24,7 @@
 use crate::repo::Repo;
 use crate::reports;
 use crate::say::say;
+use crate::second_userland::env_path;
 use crate::sh::{exit_code, host_triple, output};
 use crate::workflow::{act, commit_all, replace, tree, Outcome, Run};
 use anyhow::{bail, Context, Result};
@@ -106,16 +107,17 @@ fn upload_step(repo: &Repo) -> Result<(String, String, String)> {
     Ok((with("name"), with("path"), with("if-no-files-found")))
 }
 
-/// Packs one leg's results as its upload step would from `workspace` (whose `target/`
+/// Packs one leg's results as its upload step (`name`, `path`, `if-no-files-found`, from
+/// [`upload_step`]) would from `workspace` (whose `target/`
 /// holds them), into the run `run` of `store`, with the upload stand-in itself.
 fn pack(
     repo: &Repo,
+    (name, path, if_none): &(String, String, String),
     store: &Path,
     run: &str,
     workspace: &Path,
     entry: &Map<String, Value>,
 ) -> Result<()> {
-    let (name, path, if_none) = upload_step(repo)?;
     let mut c = Command::new("python3");
     c.arg(repo.root.join("xtask/stand-ins/stand_in.py"))
         .arg("upload")
@@ -123,8 +125,8 @@ fn pack(
         .env("GITHUB_WORKSPACE", workspace)
         .env("IPC_MATRIX_ACT_STORE", store)
         .env("IPC_MATRIX_ACT_RUN", run)
-        .env("STAND_IN_NAME", substitute(&name, entry)?)
-        .env("STAND_IN_PATH", substitute(&path, entry)?)
+        .env("STAND_IN_NAME", substitute(name, entry)?)
+        .env("STAND_IN_PATH", substitute(path, entry)?)
         .env("STAND_IN_IF_NO_FILES_FOUND", if_none);
     output(&mut c).map(drop)
 }
@@ -292,16 +294,7 @@ pub fn prove(repo: &Repo, only_init: bool) -> Result<u8> {
     let gating = output(&mut reports::cli(
         repo,
         reports::suite_target().as_deref(),
-        &[
-            "report".into(),
-            "--results".into(),
-            results.to_string_lossy().into_owned(),
-            "--leg".into(),
-            count_leg.clone(),
-            "--profile".into(),
-            profile.clone(),
-            "--gating-cells".into(),
-        ],
+        &reports::leg_report_args(&results, &count_leg, &profile, &["--gating-cells"]),
     )?)?;
     let cell = gating
         .lines()
@@ -341,16 +334,7 @@ pub fn prove(repo: &Repo, only_init: bool) -> Result<u8> {
     let _ = reports::cli(
         repo,
         reports::suite_target().as_deref(),
-        &[
-            "report".into(),
-            "--results".into(),
-            planted.to_string_lossy().into_owned(),
-            "--leg".into(),
-            count_leg.clone(),
-            "--profile".into(),
-            profile.clone(),
-            "--strict-instructions".into(),
-        ],
+        &reports::leg_report_args(&planted, &count_leg, &profile, &["--strict-instructions"]),
     )?
     .stdout(std::process::Stdio::null())
     .status();
@@ -426,13 +410,14 @@ pub fn prove(repo: &Repo, only_init: bool) -> Result<u8> {
             },
         },
     ];
+    let upload = upload_step(repo)?;
     let mut wrong_runs = 0;
     for case in &cases {
         for entry in &entries {
             let leg = text(entry, "leg");
             let has_any = has_results(leg) || has_results(text(entry, "count_leg"));
             if has_any && case.leave_out != Some(leg) {
-                pack(repo, &store, case.name, case.packed_from, entry)?;
+                pack(repo, &upload, &store, case.name, case.packed_from, entry)?;
             }
         }
         say(&format!(
@@ -514,23 +499,18 @@ pub fn prove(repo: &Repo, only_init: bool) -> Result<u8> {
     Ok(u8::from(wrong_runs > 0))
 }
 
-/// The folder of a user's home that `path` (from the environment, else under the home)
-/// names: cargo's and rustup's, which a job run with a home of its own still uses.
-fn tool_home(variable: &str, under_home: &str) -> String {
-    std::env::var(variable).unwrap_or_else(|_| {
-        format!(
-            "{}/{under_home}",
-            std::env::var("HOME").unwrap_or_else(|_| "/root".into())
-        )
-    })
-}
-
 /// The variables of a job run in `home`: cargo's and rustup's folders stay the user's.
 fn home_env(home: &Path) -> Vec<(String, String)> {
+    let own = env_path("HOME", || PathBuf::from("/root"));
+    let tool = |name: &str, under: &str| {
+        env_path(name, || own.join(under))
+            .to_string_lossy()
+            .into_owned()
+    };
     vec![
         ("HOME".into(), home.to_string_lossy().into_owned()),
-        ("CARGO_HOME".into(), tool_home("CARGO_HOME", ".cargo")),
-        ("RUSTUP_HOME".into(), tool_home("RUSTUP_HOME", ".rustup")),
+        ("CARGO_HOME".into(), tool("CARGO_HOME", ".cargo")),
+        ("RUSTUP_HOME".into(), tool("RUSTUP_HOME", ".rustup")),
     ]
 }
 

@@ -184,12 +184,12 @@ def parse_patterns(lines):
     return patterns
 
 
-def matched(path, patterns):
-    """Whether `path` is included: the last pattern that matches it or one of its folders
-    decides (a matched folder brings its descendants, as implicitDescendants does)."""
+def matched(path, compiled):
+    """Whether `path` is included: the last pattern (negated, regex) that matches it or
+    one of its folders decides (a matched folder brings its descendants, as
+    implicitDescendants does)."""
     decision = False
-    for negated, pattern in patterns:
-        regex = pattern_regex(pattern)
+    for negated, regex in compiled:
         probe = path
         hit = False
         while True:
@@ -210,7 +210,9 @@ def glob_files(lines, include_hidden):
     upload-artifact's search finds them, and the search paths."""
     patterns = parse_patterns(lines)
     roots = root_search_paths(patterns)
+    compiled = [(negated, pattern_regex(pattern)) for negated, pattern in patterns]
     found = []
+    seen = set()
     for root in roots:
         if not os.path.exists(root):
             continue
@@ -227,7 +229,8 @@ def glob_files(lines, include_hidden):
         for path in candidates:
             if not include_hidden and os.path.basename(path).startswith("."):
                 continue
-            if os.path.isfile(path) and matched(path, patterns) and path not in found:
+            if os.path.isfile(path) and matched(path, compiled) and path not in seen:
+                seen.add(path)
                 found.append(path)
     return found, roots
 
